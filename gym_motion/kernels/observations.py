@@ -1,0 +1,97 @@
+"""Observation kernels (TASK_SPEC section 5): quantities expressed in a body frame.
+
+Outputs are 2-D (N, D) float32 views into the observation buffer (column slices are fine).
+"""
+
+from __future__ import annotations
+
+from numba import njit, prange
+
+from gym_motion.kernels.quat import quat_mul, quat_rotate_inverse, quat_to_matrix
+
+
+@njit(parallel=True, cache=True)
+def pos_in_frame(frame_pos_w, frame_quat_w, pos_w, out):
+    """Positions of B points in a frame: ``out[i, 3b:3b+3] = R_i^T (pos_w[i, b] - frame_pos_w[i])``.
+
+    Args:
+        frame_pos_w: (N, 3) float32, frame origin, world frame, m.
+        frame_quat_w: (N, 4) float32, frame orientation, wxyz.
+        pos_w: (N, B, 3) float32, points, world frame, m.
+        out: (N, 3B) float32, written, m.
+    """
+    for i in prange(out.shape[0]):
+        q = frame_quat_w[i]
+        for b in range(pos_w.shape[1]):
+            x, y, z = quat_rotate_inverse(
+                q[0],
+                q[1],
+                q[2],
+                q[3],
+                pos_w[i, b, 0] - frame_pos_w[i, 0],
+                pos_w[i, b, 1] - frame_pos_w[i, 1],
+                pos_w[i, b, 2] - frame_pos_w[i, 2],
+            )
+            out[i, 3 * b] = x
+            out[i, 3 * b + 1] = y
+            out[i, 3 * b + 2] = z
+
+
+@njit(parallel=True, cache=True)
+def vec_in_frame(frame_quat_w, vec_w, out):
+    """Free vectors (velocities) in a frame: ``out[i, 3b:3b+3] = R_i^T vec_w[i, b]``.
+
+    Args:
+        frame_quat_w: (N, 4) float32, wxyz. vec_w: (N, B, 3) float32, world frame.
+        out: (N, 3B) float32, written.
+    """
+    for i in prange(out.shape[0]):
+        q = frame_quat_w[i]
+        for b in range(vec_w.shape[1]):
+            x, y, z = quat_rotate_inverse(
+                q[0], q[1], q[2], q[3], vec_w[i, b, 0], vec_w[i, b, 1], vec_w[i, b, 2]
+            )
+            out[i, 3 * b] = x
+            out[i, 3 * b + 1] = y
+            out[i, 3 * b + 2] = z
+
+
+@njit(parallel=True, cache=True)
+def ori_in_frame_6d(frame_quat_w, quat_w, out):
+    """Orientations in a frame as the first two columns of R(q_frame^-1 q), row-major.
+
+    ``out[i, 6b:6b+6] = (r00, r01, r10, r11, r20, r21)`` (Zhou et al., 2019, continuous 6-D
+    rotation representation).
+
+    Args:
+        frame_quat_w: (N, 4) float32, wxyz. quat_w: (N, B, 4) float32, wxyz.
+        out: (N, 6B) float32, written.
+    """
+    for i in prange(out.shape[0]):
+        f = frame_quat_w[i]
+        for b in range(quat_w.shape[1]):
+            q = quat_w[i, b]
+            w, x, y, z = quat_mul(f[0], -f[1], -f[2], -f[3], q[0], q[1], q[2], q[3])
+            m = quat_to_matrix(w, x, y, z)
+            o = 6 * b
+            out[i, o] = m[0]
+            out[i, o + 1] = m[1]
+            out[i, o + 2] = m[3]
+            out[i, o + 3] = m[4]
+            out[i, o + 4] = m[6]
+            out[i, o + 5] = m[7]
+
+
+@njit(parallel=True, cache=True)
+def add_uniform_noise(obs, unit_random, scale):
+    """``obs += (2 u - 1) * scale``: uniform noise in [-scale, scale] per column.
+
+    Args:
+        obs: (N, D) float32, modified in place.
+        unit_random: (N, D) float32 uniform samples in [0, 1).
+        scale: (D,) float32, half-width per column (0 where a column has no noise).
+    """
+    for i in prange(obs.shape[0]):
+        for d in range(obs.shape[1]):
+            if scale[d] != 0.0:
+                obs[i, d] += (2.0 * unit_random[i, d] - 1.0) * scale[d]

@@ -1,0 +1,27 @@
+"""Termination kernels (TASK_SPEC section 8). Each writes ``out`` (N,) bool."""
+
+from __future__ import annotations
+
+from numba import njit, prange
+
+
+@njit(parallel=True, cache=True)
+def height_error_exceeds(ref_pos_w, robot_pos_w, body_ids, threshold, out):
+    """True where any selected body's |z_ref - z| > threshold (m); positions (N, B, 3)."""
+    for i in prange(out.shape[0]):
+        hit = False
+        for b in body_ids:
+            if abs(ref_pos_w[i, b, 2] - robot_pos_w[i, b, 2]) > threshold:
+                hit = True
+        out[i] = hit
+
+
+@njit(parallel=True, cache=True)
+def gravity_z_error_exceeds(ref_quat_w, robot_quat_w, threshold, out):
+    """True where |g_z(ref) - g_z(robot)| > threshold, g = world gravity direction (0, 0, -1)
+    expressed in the body frame; quaternions (N, 4) wxyz. g_z = -R[2, 2] = -(1 - 2(x^2 + y^2))."""
+    for i in prange(out.shape[0]):
+        a, b = ref_quat_w[i], robot_quat_w[i]
+        ga = -(1.0 - 2.0 * (a[1] * a[1] + a[2] * a[2]))
+        gb = -(1.0 - 2.0 * (b[1] * b[1] + b[2] * b[2]))
+        out[i] = abs(ga - gb) > threshold
