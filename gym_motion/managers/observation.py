@@ -1,0 +1,129 @@
+"""Observation terms (TASK_SPEC section 5) and the manager that concatenates them.
+
+A term is ``ObsTermCfg(func, dim, noise)``; ``func(state, out)`` writes an (N, dim) float32 view
+of the group buffer. Frames: "anchor frame" is the robot's anchor body frame, "base frame" the
+robot's root (pelvis) frame.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from gym_motion.kernels import observations as k
+from gym_motion.managers.state import MDPState
+
+
+def command(s: MDPState, out: np.ndarray) -> None:
+    """Reference joint positions and velocities (2J), rad and rad/s."""
+    j = s.ref.joint_pos.shape[1]
+    out[:, :j] = s.ref.joint_pos
+    out[:, j:] = s.ref.joint_vel
+
+
+def anchor_pos_b(s: MDPState, out: np.ndarray) -> None:
+    """Reference anchor position in the robot anchor frame (3), m."""
+    a = s.anchor
+    r = s.robot
+    k.pos_in_frame(r.pos_w[:, a], r.quat_w[:, a], s.ref.pos_w[:, a : a + 1], out)
+
+
+def anchor_ori_b(s: MDPState, out: np.ndarray) -> None:
+    """Reference anchor orientation relative to the robot anchor, 6-D (6)."""
+    a = s.anchor
+    k.ori_in_frame_6d(s.robot.quat_w[:, a], s.ref.quat_w[:, a : a + 1], out)
+
+
+def base_lin_vel(s: MDPState, out: np.ndarray) -> None:
+    """Root linear velocity in the root frame (3), m/s."""
+    r, b = s.robot, s.root
+    k.vec_in_frame(r.quat_w[:, b], r.lin_vel_w[:, b : b + 1], out)
+
+
+def base_ang_vel(s: MDPState, out: np.ndarray) -> None:
+    """Root angular velocity in the root frame (3), rad/s."""
+    r, b = s.robot, s.root
+    k.vec_in_frame(r.quat_w[:, b], r.ang_vel_w[:, b : b + 1], out)
+
+
+def joint_pos(s: MDPState, out: np.ndarray) -> None:
+    """Measured joint positions minus the default pose (J), rad, with encoder bias."""
+    np.subtract(s.robot.joint_pos, s.default_joint_pos, out=out)
+    out += s.encoder_bias
+
+
+def joint_vel(s: MDPState, out: np.ndarray) -> None:
+    """Joint velocities (J), rad/s."""
+    out[:] = s.robot.joint_vel
+
+
+def last_action(s: MDPState, out: np.ndarray) -> None:
+    """The action of the last step (J)."""
+    out[:] = s.action
+
+
+def body_pos_b(s: MDPState, out: np.ndarray) -> None:
+    """Robot tracked-body positions in the robot anchor frame (3B), m."""
+    r, a = s.robot, s.anchor
+    k.pos_in_frame(r.pos_w[:, a], r.quat_w[:, a], r.pos_w, out)
+
+
+def body_ori_b(s: MDPState, out: np.ndarray) -> None:
+    """Robot tracked-body orientations in the robot anchor frame, 6-D each (6B)."""
+    r, a = s.robot, s.anchor
+    k.ori_in_frame_6d(r.quat_w[:, a], r.quat_w, out)
+
+
+@dataclass(frozen=True)
+class ObsTermCfg:
+    """One observation term: its function, width and uniform noise half-width."""
+
+    func: Callable[[MDPState, np.ndarray], None]
+    dim: int
+    noise: float = 0.0
+
+
+class ObservationManager:
+    """Concatenates the terms of each group into one (N, D) float32 buffer per group.
+
+    Args:
+        groups: {group name: {term name: ObsTermCfg}}, e.g. "policy" and "critic".
+        state: the shared MDP state.
+        noise: whether to add each term's uniform noise (training) or not (evaluation).
+    """
+
+    def __init__(self, groups: dict[str, dict[str, ObsTermCfg]], state: MDPState, noise: bool):
+        self._state = state
+        n = state.num_envs
+        self.buffers: dict[str, np.ndarray] = {}
+        self._slices: dict[str, list[tuple[Callable, slice]]] = {}
+        self._noise_scale: dict[str, np.ndarray | None] = {}
+        self.term_slices: dict[str, dict[str, slice]] = {}
+        for group, terms in groups.items():
+            dim = sum(t.dim for t in terms.values())
+            self.buffers[group] = np.zeros((n, dim), np.float32)
+            start = 0
+            self._slices[group] = []
+            self.term_slices[group] = {}
+            scale = np.zeros(dim, np.float32)
+            for name, t in terms.items():
+                sl = slice(start, start + t.dim)
+                self._slices[group].append((t.func, sl))
+                self.term_slices[group][name] = sl
+                scale[sl] = t.noise
+                start += t.dim
+            self._noise_scale[group] = scale if noise and scale.any() else None
+        self._unit = {g: np.zeros_like(b) for g, b in self.buffers.items()}
+
+    def compute(self, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        """Fill every group buffer (owned; copy before handing out)."""
+        for group, buf in self.buffers.items():
+            for func, sl in self._slices[group]:
+                func(self._state, buf[:, sl])
+            scale = self._noise_scale[group]
+            if scale is not None:
+                rng.random(dtype=np.float32, out=self._unit[group])
+                k.add_uniform_noise(buf, self._unit[group], scale)
+        return self.buffers

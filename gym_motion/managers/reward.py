@@ -1,0 +1,110 @@
+"""Reward terms (TASK_SPEC section 7) and the manager that sums them.
+
+A term is a function ``term(state, out, **params)`` writing one value per env into ``out``
+(N,) float32. The manager scales each term by its weight and the control step dt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from gym_motion.kernels import rewards as k
+from gym_motion.managers.state import MDPState
+
+
+def anchor_pos(s: MDPState, out: np.ndarray, std: float) -> None:
+    """exp(-|p_ref - p|^2 / std^2) of the anchor body, world frame."""
+    a = s.anchor
+    k.anchor_pos_exp(s.ref.pos_w[:, a], s.robot.pos_w[:, a], std, out)
+
+
+def anchor_ori(s: MDPState, out: np.ndarray, std: float) -> None:
+    """exp(-angle(q_ref, q)^2 / std^2) of the anchor body."""
+    a = s.anchor
+    k.anchor_ori_exp(s.ref.quat_w[:, a], s.robot.quat_w[:, a], std, out)
+
+
+def body_pos(s: MDPState, out: np.ndarray, std: float, body_ids: np.ndarray) -> None:
+    """exp(-mean |p_rel_ref - p|^2 / std^2) over bodies, re-anchored reference."""
+    k.body_pos_exp(s.ref_rel_pos_w, s.robot.pos_w, body_ids, std, out)
+
+
+def body_ori(s: MDPState, out: np.ndarray, std: float, body_ids: np.ndarray) -> None:
+    """exp(-mean angle(q_rel_ref, q)^2 / std^2) over bodies, re-anchored reference."""
+    k.body_ori_exp(s.ref_rel_quat_w, s.robot.quat_w, body_ids, std, out)
+
+
+def body_lin_vel(s: MDPState, out: np.ndarray, std: float, body_ids: np.ndarray) -> None:
+    """exp(-mean |v_ref - v|^2 / std^2) over bodies, world frame."""
+    k.body_pos_exp(s.ref.lin_vel_w, s.robot.lin_vel_w, body_ids, std, out)
+
+
+def body_ang_vel(s: MDPState, out: np.ndarray, std: float, body_ids: np.ndarray) -> None:
+    """exp(-mean |w_ref - w|^2 / std^2) over bodies, world frame."""
+    k.body_pos_exp(s.ref.ang_vel_w, s.robot.ang_vel_w, body_ids, std, out)
+
+
+def action_rate(s: MDPState, out: np.ndarray) -> None:
+    """sum_j (a_t - a_{t-1})^2."""
+    k.action_rate_l2(s.action, s.last_action, out)
+
+
+def joint_limit(s: MDPState, out: np.ndarray) -> None:
+    """Sum over joints of the distance beyond the soft joint limits, rad."""
+    k.joint_limit_violation(s.robot.joint_pos, s.soft_joint_limits, out)
+
+
+def self_collision(s: MDPState, out: np.ndarray) -> None:
+    """Number of substeps of the last step with self-contact force above the threshold."""
+    out[:] = s.self_contact_substeps
+
+
+@dataclass(frozen=True)
+class RewardTermCfg:
+    """One reward term: ``weight * func(state, out, **params) * dt``.
+
+    ``params["bodies"]`` (tuple of tracked body names, or None for all) is resolved to
+    ``body_ids`` for the term function.
+    """
+
+    func: Callable[..., None]
+    weight: float
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+class RewardManager:
+    """Evaluates the configured reward terms into owned buffers.
+
+    Attributes:
+        names: term names in configuration order.
+        weighted: (N, K) float32, weight * term of the last step (before dt), per term.
+        reward: (N,) float32, sum over terms of weight * term * dt.
+    """
+
+    def __init__(self, terms: dict[str, RewardTermCfg], state: MDPState, dt: float):
+        self._state = state
+        self._dt = np.float32(dt)
+        self.names = tuple(terms)
+        self._terms = []
+        for cfg in terms.values():
+            params = dict(cfg.params)
+            if "bodies" in params:
+                params["body_ids"] = state.body_ids(params.pop("bodies"))
+            self._terms.append((cfg.func, np.float32(cfg.weight), params))
+        n = state.num_envs
+        self._raw = np.zeros((len(self._terms), n), np.float32)
+        self.weighted = np.zeros((n, len(self._terms)), np.float32)
+        self.reward = np.zeros(n, np.float32)
+
+    def compute(self) -> np.ndarray:
+        """Evaluate every term; returns `reward` (N,) float32 (owned buffer)."""
+        for t, (func, weight, params) in enumerate(self._terms):
+            func(self._state, self._raw[t], **params)
+            np.multiply(self._raw[t], weight, out=self.weighted[:, t])
+        np.sum(self.weighted, axis=1, out=self.reward)
+        self.reward *= self._dt
+        return self.reward

@@ -1,0 +1,72 @@
+"""The per-step data every MDP term reads: robot state, reference state, actions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gym_motion.backends.base import BodyState
+
+
+@dataclass
+class MDPState:
+    """Buffers shared by the managers, allocated once for N envs and B tracked bodies.
+
+    Body arrays are indexed in the order of `body_names`; joints in robot joint order.
+
+    Attributes:
+        body_names: the B tracked bodies. anchor, root: their indices of the anchor and root.
+        robot: robot state after the last substep (world frame).
+        ref: reference state at the current motion frame (world frame of the clip).
+        ref_rel_pos_w: (N, B, 3) float32, reference bodies re-anchored onto the robot, m.
+        ref_rel_quat_w: (N, B, 4) float32, wxyz.
+        action, last_action: (N, J) float32, policy actions of this and the previous step.
+        encoder_bias: (N, J) float32, rad, added to observed joint positions.
+        self_contact_substeps: (N,) int32, substeps of the last step with self-contact.
+        default_joint_pos: (J,) float32, rad. soft_joint_limits: (J, 2) float32, rad.
+    """
+
+    body_names: tuple[str, ...]
+    anchor: int
+    root: int
+    robot: BodyState
+    ref: BodyState
+    default_joint_pos: np.ndarray
+    soft_joint_limits: np.ndarray
+    ref_rel_pos_w: np.ndarray = field(init=False)
+    ref_rel_quat_w: np.ndarray = field(init=False)
+    action: np.ndarray = field(init=False)
+    last_action: np.ndarray = field(init=False)
+    encoder_bias: np.ndarray = field(init=False)
+    self_contact_substeps: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        n, b = self.robot.pos_w.shape[:2]
+        j = self.robot.joint_pos.shape[1]
+        self.ref_rel_pos_w = np.zeros((n, b, 3), np.float32)
+        self.ref_rel_quat_w = np.zeros((n, b, 4), np.float32)
+        self.ref_rel_quat_w[..., 0] = 1.0
+        self.action = np.zeros((n, j), np.float32)
+        self.last_action = np.zeros((n, j), np.float32)
+        self.encoder_bias = np.zeros((n, j), np.float32)
+        self.self_contact_substeps = np.zeros(n, np.int32)
+
+    @property
+    def num_envs(self) -> int:
+        return self.robot.pos_w.shape[0]
+
+    def body_ids(self, names: tuple[str, ...] | None) -> np.ndarray:
+        """Indices (K,) int64 of `names` among the tracked bodies (all of them for None).
+
+        Raises:
+            ValueError: a name is not a tracked body.
+        """
+        if names is None:
+            return np.arange(len(self.body_names), dtype=np.int64)
+        missing = [n for n in names if n not in self.body_names]
+        if missing:
+            raise ValueError(
+                f"bodies {missing} are not tracked bodies; expected some of {self.body_names}"
+            )
+        return np.array([self.body_names.index(n) for n in names], dtype=np.int64)
