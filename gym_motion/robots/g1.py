@@ -217,6 +217,10 @@ KEYFRAME = "default"  # root at DEFAULT_ROOT_HEIGHT, joints at DEFAULT_JOINT_POS
 FLOOR_GEOM = "floor"
 FOOT_BODIES: tuple[str, ...] = ("left_ankle_roll_link", "right_ankle_roll_link")
 SELF_CONTACT_SENSOR = "self_contact"
+# Layout of the self-contact sensor's 4 values: the number of robot-robot contacts, then the force
+# of the strongest one in its contact frame, N (normal first).
+SELF_CONTACT_COUNT = 0
+SELF_CONTACT_NORMAL_FORCE = 1
 
 # MuJoCo options (TASK_SPEC section 1).
 PHYSICS_DT = 0.005  # s
@@ -241,14 +245,17 @@ def load_model(floor: bool = True, xml_path: str | os.PathLike | None = None) ->
         xml_path: MJCF file; default :data:`MODEL_XML`, the project's primitive-only G1.
 
     Returns:
-        The compiled model: nq 36, nv 35, nu 29. Actuator ``i`` is a position servo on
-        ``JOINT_NAMES[i]`` named like it, with ``kp = KP[i]`` (N m/rad), ``kv = KD[i]``
-        (N m s/rad), force range ``+/- EFFORT_LIMIT[i]`` (N m) and unclamped control (rad).
+        The compiled model (nq 36, nv 35, nu 29 for a 29-DoF G1). Actuator ``i`` is a
+        position servo on ``JOINT_NAMES[i]`` named like it, with ``kp = KP[i]`` (N m/rad),
+        ``kv = KD[i]`` (N m s/rad), force range ``+/- EFFORT_LIMIT[i]`` (N m) and unclamped
+        control (rad).
         Keyframe ``"default"``: root at ``(0, 0, DEFAULT_ROOT_HEIGHT)`` with identity
         orientation, joints and controls at :data:`DEFAULT_JOINT_POS`.
         Sensor ``"self_contact"`` (MuJoCo ``contact`` sensor over robot-robot contacts only,
-        floor contacts excluded), 4 values: number of self contacts, then the force of the
-        strongest one in its contact frame (normal, tangent 1, tangent 2; N); all 0 without one.
+        floor contacts excluded), 4 values: number of self contacts
+        (:data:`SELF_CONTACT_COUNT`), then the force of the strongest one in its contact frame
+        (normal at :data:`SELF_CONTACT_NORMAL_FORCE`, tangent 1, tangent 2; N); all 0 without
+        one. The task's "any self-contact force > 10 N" reads the normal force.
 
     Raises:
         FileNotFoundError: ``xml_path`` does not exist.

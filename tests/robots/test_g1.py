@@ -342,7 +342,8 @@ def test_self_contact_reports_forced_leg_contact(model: mujoco.MjModel):
     mujoco.mj_forward(model, data)
     self_forces, floor_contacts = robot_contacts(model, data)
     assert floor_contacts > 0 and len(self_forces) > 0
-    count, normal = data.sensor(g1.SELF_CONTACT_SENSOR).data[:2]
+    sensor = data.sensor(g1.SELF_CONTACT_SENSOR).data
+    count, normal = sensor[g1.SELF_CONTACT_COUNT], sensor[g1.SELF_CONTACT_NORMAL_FORCE]
     assert count == len(self_forces)  # floor contacts not counted
     assert normal > 10.0
     assert normal == pytest.approx(max(self_forces), rel=1e-9)
