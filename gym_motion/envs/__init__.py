@@ -1,0 +1,7 @@
+"""Tracking environments and their Gymnasium registration."""
+
+from gym_motion.envs.config import TrackingEnvCfg, eval_cfg
+from gym_motion.envs.single import TrackingEnv
+from gym_motion.envs.tracking import TrackingVecEnv
+
+__all__ = ["TrackingEnv", "TrackingEnvCfg", "TrackingVecEnv", "eval_cfg"]

@@ -32,8 +32,8 @@ class CommandManager:
         if missing:
             raise ValueError(f"motion library lacks tracked bodies {missing}")
         self._body_ids = np.array([lib_bodies.index(b) for b in state.body_names], np.int64)
-        self._starts = np.asarray(library.clip_starts, np.int64)
-        self._lengths = np.asarray(library.clip_lengths, np.int64)
+        self._starts = np.asarray(library.starts, np.int64)
+        self._lengths = np.asarray(library.lengths, np.int64)
         n = state.num_envs
         self.clip_ids = np.zeros(n, np.int32)
         self.frames = np.zeros(n, np.int32)
