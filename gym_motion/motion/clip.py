@@ -209,6 +209,7 @@ def save_clip(clip: MotionClip, path: str | os.PathLike) -> Path:
         entries[key] = np.ascontiguousarray(getattr(clip, key), dtype=np.float32)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
     try:
+        os.chmod(tmp, _file_mode(path))
         with os.fdopen(fd, "wb") as f:
             _write_npz(f, entries)
             f.flush()
@@ -221,6 +222,16 @@ def save_clip(clip: MotionClip, path: str | os.PathLike) -> Path:
             pass
         raise
     return path
+
+
+def _file_mode(path: Path) -> int:
+    """Mode of the file being replaced, or the umask default for a new file."""
+    try:
+        return path.stat().st_mode & 0o777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 def _write_npz(fileobj, entries: dict[str, np.ndarray]) -> None:

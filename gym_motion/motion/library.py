@@ -1,0 +1,197 @@
+"""A library of motion clips in flat arrays, addressed by (clip id, frame).
+
+All clips share one rate (the control rate) and one body list. Frames of all clips are
+concatenated: clip ``c`` frame ``f`` is row ``starts[c] + f`` of every array. Gathering the
+reference state of N envs is a few ``np.take`` calls into preallocated outputs.
+
+Example:
+    >>> import numpy as np
+    >>> from gym_motion.motion import DEFAULT_MOTION_PATH, MotionLibrary
+    >>> lib = MotionLibrary.from_paths([DEFAULT_MOTION_PATH], fps=50.0)
+    >>> ref = lib.allocate(4)
+    >>> lib.gather(np.zeros(4, np.int32), np.array([0, 1, 2, 3], np.int32), ref)
+    >>> ref.body_pos_w.shape
+    (4, 30, 3)
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+
+from gym_motion.motion import _kinematics
+from gym_motion.motion.clip import MotionClip, load_clip
+
+__all__ = ["MotionLibrary", "ReferenceState"]
+
+
+@dataclass
+class ReferenceState:
+    """Reference state of N envs (preallocated by ``MotionLibrary.allocate``).
+
+    Attributes:
+        joint_pos, joint_vel: ``(N, J)`` float32, rad and rad/s.
+        body_pos_w: ``(N, B, 3)`` float32, world frame, m.
+        body_quat_w: ``(N, B, 4)`` float32, world frame, wxyz.
+        body_lin_vel_w, body_ang_vel_w: ``(N, B, 3)`` float32, world frame, m/s and rad/s.
+    """
+
+    joint_pos: np.ndarray
+    joint_vel: np.ndarray
+    body_pos_w: np.ndarray
+    body_quat_w: np.ndarray
+    body_lin_vel_w: np.ndarray
+    body_ang_vel_w: np.ndarray
+
+
+_FIELDS = (
+    "joint_pos",
+    "joint_vel",
+    "body_pos_w",
+    "body_quat_w",
+    "body_lin_vel_w",
+    "body_ang_vel_w",
+)
+
+
+class MotionLibrary:
+    """Clips at one rate concatenated into flat float32 arrays.
+
+    Args:
+        clips: one or more clips with equal ``fps`` and ``joint_names``; each must contain every
+            body of ``body_names`` (in any order).
+        body_names: bodies to store, in this order; None stores the first clip's bodies.
+        names: a label per clip (for logs); default ``clip0, clip1, ...``.
+
+    Attributes:
+        fps: frames per second of all clips.
+        joint_names, body_names: name tuples of the stored columns.
+        lengths: ``(C,) int32`` frames per clip; starts: ``(C,) int64`` first row of each clip.
+        joint_pos ... body_ang_vel_w: ``(F, J)`` / ``(F, B, k)`` float32, F = total frames.
+    """
+
+    def __init__(
+        self,
+        clips: Sequence[MotionClip],
+        body_names: Sequence[str] | None = None,
+        names: Sequence[str] | None = None,
+    ) -> None:
+        clips = list(clips)
+        if not clips:
+            raise ValueError("a MotionLibrary needs at least one clip")
+        first = clips[0]
+        self.fps = first.fps
+        self.joint_names = first.joint_names
+        self.body_names = tuple(first.body_names if body_names is None else body_names)
+        self.names = (
+            tuple(names) if names is not None else tuple(f"clip{i}" for i in range(len(clips)))
+        )
+        if len(self.names) != len(clips):
+            raise ValueError(f"{len(self.names)} names for {len(clips)} clips")
+        for name, clip in zip(self.names, clips, strict=True):
+            if clip.fps != self.fps:
+                raise ValueError(
+                    f"clip {name!r} is at {clip.fps} fps, the library at {self.fps}: load clips "
+                    "with load_clip(..., fps=...) to resample them"
+                )
+            if clip.joint_names != self.joint_names:
+                raise ValueError(f"clip {name!r} has other joint names than the first clip")
+            missing = [b for b in self.body_names if b not in clip.body_names]
+            if missing:
+                raise ValueError(f"clip {name!r} lacks bodies {missing}")
+        self.lengths = np.array([c.num_frames for c in clips], dtype=np.int32)
+        self.starts = np.zeros(len(clips), dtype=np.int64)
+        self.starts[1:] = np.cumsum(self.lengths[:-1], dtype=np.int64)
+        for key in _FIELDS:
+            if key.startswith("joint"):
+                parts = [getattr(c, key) for c in clips]
+            else:
+                parts = [
+                    getattr(c, key)[:, [c.body_index(b) for b in self.body_names]] for c in clips
+                ]
+            setattr(self, key, np.ascontiguousarray(np.concatenate(parts), dtype=np.float32))
+
+    @classmethod
+    def from_paths(
+        cls,
+        paths: str | os.PathLike | Sequence[str | os.PathLike],
+        fps: float = 50.0,
+        robot: ModuleType | None = None,
+        body_names: Sequence[str] | None = None,
+    ) -> MotionLibrary:
+        """Load clips (a list of npz paths, one npz, or a folder of ``*.npz``) resampled to ``fps``.
+
+        Every clip is validated by ``load_clip``; bodies default to ``robot.BODY_NAMES``.
+        """
+        robot = _kinematics.default_robot() if robot is None else robot
+        if isinstance(paths, (str, os.PathLike)):
+            p = Path(paths)
+            files = sorted(p.glob("*.npz")) if p.is_dir() else [p]
+            if not files:
+                raise FileNotFoundError(f"no .npz motion files in {p}")
+        else:
+            files = [Path(p) for p in paths]
+        clips = [load_clip(f, robot=robot, fps=fps) for f in files]
+        names = body_names if body_names is not None else robot.BODY_NAMES
+        return cls(clips, body_names=names, names=[f.stem for f in files])
+
+    @property
+    def num_clips(self) -> int:
+        """Number of clips C."""
+        return len(self.lengths)
+
+    @property
+    def num_frames(self) -> int:
+        """Total number of frames of all clips."""
+        return self.joint_pos.shape[0]
+
+    @property
+    def durations(self) -> np.ndarray:
+        """``(C,) float64`` clip durations ``(T - 1) / fps``, s."""
+        return (self.lengths - 1) / self.fps
+
+    def body_indices(self, names: Sequence[str]) -> np.ndarray:
+        """``(len(names),) int64`` indices of bodies in the body arrays; KeyError if absent."""
+        missing = [n for n in names if n not in self.body_names]
+        if missing:
+            raise KeyError(f"bodies {missing} are not in the library ({self.body_names})")
+        return np.array([self.body_names.index(n) for n in names], dtype=np.int64)
+
+    def allocate(self, num_envs: int) -> ReferenceState:
+        """Zeroed float32 outputs for ``gather`` of ``num_envs`` envs."""
+        return ReferenceState(
+            **{k: np.zeros((num_envs,) + getattr(self, k).shape[1:], np.float32) for k in _FIELDS}
+        )
+
+    def rows(self, clip_ids: np.ndarray, frames: np.ndarray) -> np.ndarray:
+        """Flat rows ``(N,) int64`` of (clip, frame) pairs; frames are clamped to each clip."""
+        clip_ids = np.asarray(clip_ids)
+        last = self.lengths[clip_ids].astype(np.int64) - 1
+        return self.starts[clip_ids] + np.clip(np.asarray(frames, np.int64), 0, last)
+
+    def gather(self, clip_ids: np.ndarray, frames: np.ndarray, out: ReferenceState) -> None:
+        """Write the reference state of (clip_ids, frames) into ``out`` (rows of its arrays).
+
+        ``clip_ids``, ``frames``: ``(N,)`` integers; frames past a clip's end are clamped to its
+        last frame. ``out`` arrays have leading size N (``allocate(N)``).
+        """
+        rows = self.rows(clip_ids, frames)
+        for key in _FIELDS:
+            np.take(getattr(self, key), rows, axis=0, out=getattr(out, key))
+
+    def advance(self, clip_ids: np.ndarray, frames: np.ndarray) -> np.ndarray:
+        """Advance ``frames (N,) int`` by one control step in place.
+
+        Returns ``(N,) bool``: the envs whose clip has ended (the frame moved past the last
+        frame; it is clamped to the last frame and the env should resample those envs).
+        """
+        frames += 1
+        lengths = self.lengths[clip_ids]
+        done = frames >= lengths
+        np.minimum(frames, lengths - 1, out=frames)
+        return done

@@ -1,0 +1,160 @@
+"""Where envs start in the motion library: adaptive, uniform or start sampling (TASK_SPEC 10).
+
+Every clip is cut into ``floor(T / bin_frames) + 1`` equal bins (``bin_frames`` = frames per
+second of motion, so about one bin per second). Adaptive sampling keeps an exponential moving
+average of the failure rate per bin, over all clips:
+
+    failures[b] = (terminated envs whose episode ended in bin b this step) / num_envs
+    ema = alpha * failures + (1 - alpha) * ema          (once per control step, alpha = 0.001)
+    p = (ema + uniform_ratio / num_bins) / sum(...)     (uniform_ratio = 0.1)
+
+A start is drawn by sampling a bin from ``p`` and then a uniform frame inside it. Bin ``b`` of a
+clip with T frames covers frames ``[b, b + 1) * (T - 1) / bins``, so the last frame is never a
+start and a clip shorter than one bin (one bin) needs no special case.
+
+Example:
+    >>> import numpy as np
+    >>> from gym_motion.motion import MotionSampler
+    >>> sampler = MotionSampler([500, 25], fps=50.0, mode="adaptive", num_envs=8, seed=0)
+    >>> clip_ids, frames = sampler.sample(8)
+    >>> sampler.update(clip_ids[:2], frames[:2], np.array([True, False]))
+    >>> round(sampler.top1_prob, 3) > 0
+    True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from enum import StrEnum
+
+import numpy as np
+
+__all__ = ["MotionSampler", "SamplingMode"]
+
+
+class SamplingMode(StrEnum):
+    """How reset frames are drawn."""
+
+    ADAPTIVE = "adaptive"  # failure-weighted bins (training)
+    UNIFORM = "uniform"  # uniform over all start frames of all clips
+    START = "start"  # frame 0 of a uniformly drawn clip (play / eval)
+
+
+class MotionSampler:
+    """Draws (clip id, frame) reset states for envs.
+
+    Args:
+        clip_lengths: ``(C,)`` frames per clip (``MotionLibrary.lengths``), each >= 2.
+        fps: frame rate of the clips; bins are ``bin_seconds`` of motion long.
+        mode: ``SamplingMode`` or its value.
+        num_envs: envs per step; failure counts are divided by it.
+        alpha: EMA rate of the failure statistics per ``update`` call (control step).
+        uniform_ratio: probability mass spread uniformly over the bins before normalising.
+        bin_seconds: bin length, s.
+        seed: seed of the sampler's own ``np.random.Generator`` (see ``seed``).
+
+    Attributes:
+        bin_counts: ``(C,) int64`` bins per clip; bin_starts: ``(C,) int64`` first global bin.
+        num_bins: total bins; failure_ema: ``(num_bins,) float64``.
+    """
+
+    def __init__(
+        self,
+        clip_lengths: Sequence[int] | np.ndarray,
+        fps: float,
+        mode: SamplingMode | str = SamplingMode.ADAPTIVE,
+        num_envs: int = 1,
+        alpha: float = 0.001,
+        uniform_ratio: float = 0.1,
+        bin_seconds: float = 1.0,
+        seed: int | None = None,
+    ) -> None:
+        self.lengths = np.asarray(clip_lengths, dtype=np.int64).reshape(-1)
+        if self.lengths.size == 0 or self.lengths.min() < 2:
+            raise ValueError(f"every clip needs at least 2 frames, got lengths {self.lengths}")
+        self.mode = SamplingMode(mode)
+        self.num_envs = int(num_envs)
+        self.alpha = float(alpha)
+        self.uniform_ratio = float(uniform_ratio)
+        bin_frames = float(fps) * float(bin_seconds)
+        self.bin_counts = np.floor(self.lengths / bin_frames).astype(np.int64) + 1
+        self.bin_starts = np.zeros_like(self.bin_counts)
+        self.bin_starts[1:] = np.cumsum(self.bin_counts[:-1])
+        self.num_bins = int(self.bin_counts.sum())
+        self._bin_clip = np.repeat(np.arange(self.lengths.size), self.bin_counts)
+        self._bin_local = np.arange(self.num_bins) - self.bin_starts[self._bin_clip]
+        # Uniform mode: start frames 0 .. T-2 of every clip, all equally likely.
+        self._start_cum = np.cumsum(self.lengths - 1)
+        self.failure_ema = np.zeros(self.num_bins, dtype=np.float64)
+        self._failures = np.zeros(self.num_bins, dtype=np.float64)
+        self.rng = np.random.default_rng(seed)
+
+    def seed(self, seed: int | None) -> None:
+        """Reseed the sampler's generator (the env calls this from its own ``reset(seed=...)``)."""
+        self.rng = np.random.default_rng(seed)
+
+    @property
+    def probabilities(self) -> np.ndarray:
+        """``(num_bins,) float64`` adaptive bin probabilities (sum 1)."""
+        p = self.failure_ema + self.uniform_ratio / self.num_bins
+        return p / p.sum()
+
+    @property
+    def entropy(self) -> float:
+        """Entropy of the bin probabilities divided by ``log(num_bins)`` (1 = uniform)."""
+        if self.num_bins == 1:
+            return 1.0
+        p = self.probabilities
+        return float(-(p * np.log(p)).sum() / np.log(self.num_bins))
+
+    @property
+    def top1_prob(self) -> float:
+        """Largest bin probability."""
+        return float(self.probabilities.max())
+
+    def bins_of(self, clip_ids: np.ndarray, frames: np.ndarray) -> np.ndarray:
+        """Global bin ``(N,) int64`` of (clip, frame) pairs."""
+        clip_ids = np.asarray(clip_ids, dtype=np.int64)
+        counts = self.bin_counts[clip_ids]
+        local = (np.asarray(frames, np.int64) * counts) // (self.lengths[clip_ids] - 1)
+        return self.bin_starts[clip_ids] + np.clip(local, 0, counts - 1)
+
+    def sample(
+        self, n: int, rng: np.random.Generator | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Draw ``n`` reset states.
+
+        Returns ``clip_ids (n,) int32`` and ``frames (n,) int32`` (frames in ``[0, T - 2]``).
+        ``rng`` defaults to the sampler's own generator.
+        """
+        rng = self.rng if rng is None else rng
+        if self.mode is SamplingMode.START:
+            clip_ids = rng.integers(0, self.lengths.size, size=n)
+            return clip_ids.astype(np.int32), np.zeros(n, dtype=np.int32)
+        if self.mode is SamplingMode.UNIFORM:
+            flat = rng.integers(0, self._start_cum[-1], size=n)
+            clip_ids = np.searchsorted(self._start_cum, flat, side="right")
+            frames = flat - (self._start_cum[clip_ids] - (self.lengths[clip_ids] - 1))
+            return clip_ids.astype(np.int32), frames.astype(np.int32)
+        bins = rng.choice(self.num_bins, size=n, p=self.probabilities)
+        clip_ids = self._bin_clip[bins]
+        counts = self.bin_counts[clip_ids]
+        u = rng.random(n)
+        frames = np.floor((self._bin_local[bins] + u) / counts * (self.lengths[clip_ids] - 1))
+        frames = np.minimum(frames.astype(np.int64), self.lengths[clip_ids] - 2)
+        return clip_ids.astype(np.int32), frames.astype(np.int32)
+
+    def update(self, clip_ids: np.ndarray, frames: np.ndarray, failed: np.ndarray) -> None:
+        """Fold one control step's resets into the failure EMA; call once per step.
+
+        Args:
+            clip_ids, frames: ``(K,)`` clip and frame where each reset env ended its episode.
+            failed: ``(K,) bool``, True for terminations (not truncations or clip ends).
+        """
+        self._failures.fill(0.0)
+        failed = np.asarray(failed, dtype=bool)
+        if failed.any():
+            bins = self.bins_of(np.asarray(clip_ids)[failed], np.asarray(frames)[failed])
+            np.add.at(self._failures, bins, 1.0 / max(self.num_envs, 1))
+        self.failure_ema *= 1.0 - self.alpha
+        self.failure_ema += self.alpha * self._failures
