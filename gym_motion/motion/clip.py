@@ -538,7 +538,7 @@ def _warn_joint_limits(clip: MotionClip, model: mujoco.MjModel, src: str) -> Non
             f"{src}: joint_pos beyond joint limits in {len(frames)} frame(s) (first frame "
             f"{frames[0]}); worst: joint {clip.joint_names[j]!r} frame {t}, {over[t, j]:.4f} rad "
             "outside its range",
-            stacklevel=3,
+            stacklevel=4,
         )
 
 
@@ -551,5 +551,5 @@ def _warn_joint_jumps(clip: MotionClip, src: str) -> None:
             f"{src}: joint_pos jumps more than {MAX_JOINT_JUMP} rad in one frame at {len(frames)} "
             f"frame(s) (first frame {frames[0] + 1}); worst: joint {clip.joint_names[j]!r} "
             f"{jump[t, j]:.3f} rad from frame {t} to {t + 1}",
-            stacklevel=3,
+            stacklevel=4,
         )
