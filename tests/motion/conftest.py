@@ -26,7 +26,13 @@ def default_clip():
     return load_clip(DEFAULT_MOTION_PATH)
 
 
-def legacy_npz(path: Path, clip, body_order=None, joint_order=None, **overrides) -> Path:
+@pytest.fixture
+def legacy_npz():
+    """``legacy_npz(path, clip, body_order=None, joint_order=None, **overrides) -> path``."""
+    return write_legacy_npz
+
+
+def write_legacy_npz(path: Path, clip, body_order=None, joint_order=None, **overrides) -> Path:
     """Write ``clip`` as a legacy npz (no names), optionally permuting bodies or joints."""
     arrays = {
         "fps": np.array([clip.fps]),
