@@ -1,0 +1,84 @@
+"""Reset sampling: adaptive failure weighting, uniform coverage, short clips, seeding."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gym_motion.motion import MotionSampler, SamplingMode
+
+
+def test_bins_are_one_per_second_of_motion():
+    sampler = MotionSampler([500, 25, 50, 2], fps=50.0)
+    assert sampler.bin_counts.tolist() == [11, 1, 2, 1]  # floor(T / 50) + 1
+    assert sampler.num_bins == 15
+    np.testing.assert_allclose(sampler.probabilities, 1 / 15)
+    assert sampler.entropy == pytest.approx(1.0) and sampler.top1_prob == pytest.approx(1 / 15)
+
+
+def test_failures_in_one_bin_raise_its_probability():
+    sampler = MotionSampler([500, 300], fps=50.0, num_envs=64, seed=0)
+    # clip 1: 300 frames, 7 bins of 299 / 7 frames; frame 100 is in its bin 2
+    target = sampler.bins_of(np.array([1]), np.array([100]))[0]
+    assert target == sampler.bin_starts[1] + 2
+    for _ in range(200):
+        sampler.update(np.array([1] * 8 + [0]), np.array([100] * 8 + [10]), np.ones(9, bool))
+    p = sampler.probabilities
+    assert p.argmax() == target and p[target] > 3 * np.median(p)
+    assert sampler.entropy < 1.0 and sampler.top1_prob == pytest.approx(p[target])
+    clip_ids, frames = sampler.sample(20_000)
+    in_bin = sampler.bins_of(clip_ids, frames) == target
+    assert in_bin.mean() == pytest.approx(p[target], abs=0.02)
+
+
+def test_failure_counts_are_normalised_by_env_count():
+    few = MotionSampler([500], fps=50.0, num_envs=1)
+    many = MotionSampler([500], fps=50.0, num_envs=100)
+    for s in (few, many):
+        s.update(np.array([0]), np.array([60]), np.array([True]))
+    np.testing.assert_allclose(few.failure_ema, 100 * many.failure_ema)
+    assert few.failure_ema.sum() == pytest.approx(0.001)  # alpha * 1 failure / 1 env
+
+
+def test_truncations_do_not_count_and_the_ema_decays():
+    sampler = MotionSampler([500], fps=50.0, num_envs=4)
+    sampler.update(np.array([0, 0]), np.array([60, 70]), np.array([True, False]))
+    assert sampler.failure_ema.sum() == pytest.approx(0.001 / 4)
+    sampler.update(np.array([], np.int32), np.array([], np.int32), np.array([], bool))
+    assert sampler.failure_ema.sum() == pytest.approx(0.001 / 4 * 0.999)
+
+
+def test_uniform_mode_is_uniform_over_start_frames():
+    sampler = MotionSampler([61, 41], fps=50.0, mode="uniform", seed=1)
+    clip_ids, frames = sampler.sample(100_000)
+    flat = np.where(clip_ids == 0, frames, 60 + frames)  # 60 + 40 start frames
+    counts = np.bincount(flat, minlength=100)
+    assert counts.size == 100  # never the last frame of a clip
+    expected = len(flat) / 100
+    chi2 = ((counts - expected) ** 2 / expected).sum()
+    assert chi2 < 99 + 5 * np.sqrt(2 * 99)  # df = 99; mean + 5 sigma
+
+
+@pytest.mark.parametrize("mode", list(SamplingMode))
+def test_half_second_clip_works_in_every_mode(mode):
+    sampler = MotionSampler([25], fps=50.0, mode=mode, num_envs=4, seed=2)
+    assert sampler.num_bins == 1 and sampler.entropy == 1.0
+    sampler.update(np.array([0]), np.array([24]), np.array([True]))
+    clip_ids, frames = sampler.sample(1000)
+    assert clip_ids.dtype == np.int32 and frames.dtype == np.int32
+    assert (clip_ids == 0).all() and frames.min() >= 0 and frames.max() <= 23
+    if mode is SamplingMode.START:
+        assert (frames == 0).all()
+    else:
+        assert len(np.unique(frames)) == 24
+
+
+def test_seeded_sampling_is_reproducible():
+    a = MotionSampler([500, 300], fps=50.0, seed=7)
+    b = MotionSampler([500, 300], fps=50.0, seed=3)
+    b.seed(7)
+    for x, y in zip(a.sample(100), b.sample(100), strict=True):
+        np.testing.assert_array_equal(x, y)
+    rng = np.random.default_rng(5)
+    first = a.sample(10, rng=np.random.default_rng(5))
+    np.testing.assert_array_equal(first[1], a.sample(10, rng=rng)[1])
