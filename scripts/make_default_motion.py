@@ -1,7 +1,8 @@
 """Regenerate the embedded default motion ``gym_motion/assets/motions/default.npz``.
 
-Usage: ``python scripts/make_default_motion.py [OUT.npz]``. Deterministic: rerunning it on the
-same MuJoCo/numpy versions reproduces the file byte for byte (tests/motion/test_default_motion.py).
+Usage (repo root, package installed or ``PYTHONPATH=.``):
+``python scripts/make_default_motion.py [OUT.npz]``. Deterministic: rerunning it with the same
+MuJoCo and numpy reproduces the file byte for byte (tests/motion/test_default_motion.py).
 """
 
 from __future__ import annotations
