@@ -124,9 +124,23 @@ def _run_inspect(args: argparse.Namespace) -> int:
     return 0
 
 
+def _register_train(subparsers: argparse._SubParsersAction) -> None:
+    from gym_motion.train import register_cli
+
+    register_cli(subparsers)
+
+
+def _register_eval(subparsers: argparse._SubParsersAction) -> None:
+    from gym_motion.evaluate import register_cli
+
+    register_cli(subparsers)
+
+
 SUBCOMMANDS: dict[str, Registrar] = {
     "convert": _register_convert,
     "inspect": _register_inspect,
+    "train": _register_train,
+    "eval": _register_eval,
 }
 
 

@@ -1,0 +1,311 @@
+"""Stable-Baselines3 adapter: `SB3VecEnv` over a `TrackingVecEnv`, and its logging callback.
+
+`SB3VecEnv` is a ``stable_baselines3.common.vec_env.VecEnv`` over one batched gymnasium
+vector env in SAME_STEP autoreset mode (the mode SB3 assumes: the observation returned for a
+finished env is already the first of its next episode, and the last one of the finished
+episode travels in ``infos[i]["terminal_observation"]``)::
+
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.vec_env import VecNormalize
+    from gym_motion.envs import TrackingVecEnv
+    from gym_motion.adapters.sb3 import SB3VecEnv, TrackingLogCallback
+
+    venv = VecNormalize(SB3VecEnv(TrackingVecEnv(64, autoreset_mode="SameStep")),
+                        norm_reward=False)
+    PPO("MlpPolicy", venv).learn(100_000, callback=TrackingLogCallback())
+
+Per-env info dicts are filled only for the envs that finished on the step: the others get an
+empty dict. The env's own batched info dict of the last step (per-env arrays with ``_key``
+masks, see `TrackingVecEnv`) is kept, without a copy, in `SB3VecEnv.last_info`;
+`TrackingLogCallback` reads it every step and writes rollout means to SB3's logger.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.vector import AutoresetMode
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.vec_env import VecEnv
+from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices
+
+__all__ = ["SB3VecEnv", "TrackingLogCallback", "TrackingStats", "tracking_terms"]
+
+# Errors logged in mm (the rest keep SI units, named in the key).
+_MM_ERRORS = ("mpkpe", "root_mpkpe")
+_ERROR_UNITS = {
+    "anchor_pos": "m",
+    "anchor_rot": "rad",
+    "body_pos": "m",
+    "body_rot": "rad",
+    "joint_pos": "rad",
+    "joint_vel": "rad_s",
+}
+
+
+class SB3VecEnv(VecEnv):
+    """An SB3 ``VecEnv`` over a batched gymnasium vector env in SAME_STEP autoreset mode.
+
+    Args:
+        vec_env: a `gym_motion.envs.TrackingVecEnv` (or a gymnasium vector wrapper around one)
+            created with ``autoreset_mode="SameStep"`` (``AutoresetMode.SAME_STEP``).
+
+    Raises:
+        ValueError: the env is in another autoreset mode.
+
+    `step_wait` returns ``(obs, rewards, dones, infos)``; ``dones = terminated | truncated``.
+    ``infos[i]`` is empty unless env i finished on this step; then it holds
+    ``terminal_observation`` (the env's last observation of the episode),
+    ``TimeLimit.truncated`` (True only when the episode hit the time limit without a
+    termination) and ``episode`` = ``{"r": return, "l": length, "t": seconds since creation}``
+    (the env's own episode sums, ``final/return`` and ``final/length``).
+
+    The dicts of one step are valid until the next ``step_wait``: the adapter reuses empty
+    dicts across steps (filling 4096 fresh dicts per step costs more than the physics of a
+    small task), so copy one before writing into it, or keeping it past the next step.
+
+    The batched env is one object, not N: `get_attr` returns its attribute once per requested
+    index, `env_method` calls the method once and returns its result once per index,
+    `set_attr` sets it for all envs (and refuses a strict subset of indices), `seed` stores
+    ``seed + i`` per index like SB3 but the env is re-seeded, at the next `reset`, with the
+    first one (one seed drives all its random streams), and `set_options` passes the first
+    env's options to the next `reset`.
+    """
+
+    def __init__(self, vec_env: gym.vector.VectorEnv):
+        mode = getattr(vec_env, "autoreset_mode", None) or vec_env.metadata.get("autoreset_mode")
+        if mode is None or AutoresetMode(mode) is not AutoresetMode.SAME_STEP:
+            raise ValueError(
+                "SB3VecEnv needs the vector env in SAME_STEP autoreset mode (SB3 expects the "
+                "next episode's first observation on the step an episode ends), got "
+                f"{mode!r}; create it with autoreset_mode='SameStep' "
+                "(gymnasium.vector.AutoresetMode.SAME_STEP)"
+            )
+        self.venv = vec_env
+        n = vec_env.num_envs
+        super().__init__(n, vec_env.single_observation_space, vec_env.single_action_space)
+        self._actions: np.ndarray | None = None
+        self._infos: list[dict[str, Any]] = [{} for _ in range(n)]
+        self._written: np.ndarray = np.zeros(0, np.int64)
+        self._t0 = time.time()
+        self.last_info: dict[str, Any] = {}
+        self.total_steps = 0  # env steps summed over envs since creation
+
+    # ------------------------------------------------------------------ core
+    def reset(self):
+        seed = self._seeds[0]
+        options = self._options[0] or None
+        obs, info = self.venv.reset(seed=seed, options=options)
+        self._reset_seeds()
+        self._reset_options()
+        self.reset_infos = [{} for _ in range(self.num_envs)]
+        self.last_info = info
+        return obs
+
+    def step_async(self, actions: np.ndarray) -> None:
+        self._actions = actions
+
+    def step_wait(self):
+        if self._actions is None:
+            raise RuntimeError("step_wait called without step_async")
+        obs, reward, terminated, truncated, info = self.venv.step(self._actions)
+        self._actions = None
+        self.last_info = info
+        self.total_steps += self.num_envs
+        dones = terminated | truncated
+        infos = self._infos
+        for i in self._written:  # only the dicts handed out filled last step
+            infos[i] = {}
+        done_ids = np.flatnonzero(dones)
+        self._written = done_ids
+        if done_ids.size:
+            final_obs = info["final_obs"]
+            ret, length = info["final/return"], info["final/length"]
+            t = round(time.time() - self._t0, 6)
+            time_out = truncated & ~terminated
+            for i in done_ids:
+                if isinstance(final_obs, dict):
+                    term_obs = {k: v[i] for k, v in final_obs.items()}
+                else:
+                    term_obs = final_obs[i]
+                infos[i] = {
+                    "terminal_observation": term_obs,
+                    "TimeLimit.truncated": bool(time_out[i]),
+                    "episode": {"r": float(ret[i]), "l": int(length[i]), "t": t},
+                }
+        return obs, reward, dones, list(infos)
+
+    def close(self) -> None:
+        self.venv.close()
+
+    # ------------------------------------------------------------------ SB3 surface
+    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
+        value = getattr(self.venv, attr_name)
+        return [value for _ in self._get_indices(indices)]
+
+    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
+        self._require_all(indices, "set_attr")
+        setattr(self.venv, attr_name, value)
+
+    def env_method(
+        self, method_name: str, *method_args, indices: VecEnvIndices = None, **method_kwargs
+    ) -> list[Any]:
+        result = getattr(self.venv, method_name)(*method_args, **method_kwargs)
+        return [result for _ in self._get_indices(indices)]
+
+    def env_is_wrapped(
+        self, wrapper_class: type[gym.Wrapper], indices: VecEnvIndices = None
+    ) -> list[bool]:
+        # Sub-envs of a batched env are not gymnasium.Env objects: none is wrapped.
+        return [False for _ in self._get_indices(indices)]
+
+    def get_images(self) -> Sequence[np.ndarray | None]:
+        raise NotImplementedError("SB3VecEnv does not render")
+
+    def _require_all(self, indices: VecEnvIndices, what: str) -> None:
+        ids = list(self._get_indices(indices))
+        if sorted(int(i) for i in ids) != list(range(self.num_envs)):
+            raise ValueError(
+                f"{what}: the batched env is one object, so it applies to all "
+                f"{self.num_envs} envs; got indices {ids[:10]}"
+            )
+
+    @property
+    def sampling_stats(self) -> dict[str, float]:
+        """The env's adaptive-sampling statistics (entropy, top-1 probability), if it has any."""
+        return getattr(self.venv, "sampling_stats", {})
+
+
+def tracking_terms(venv: Any) -> tuple[str, ...]:
+    """Names of the positive-weight reward terms (the tracking kernels) of a TrackingVecEnv."""
+    env = getattr(venv, "unwrapped", venv)
+    rewards = env.cfg.rewards
+    return tuple(name for name, term in rewards.items() if term.weight > 0)
+
+
+class TrackingStats:
+    """Accumulates a TrackingVecEnv's info dicts over a rollout; `means` gives the log values.
+
+    Per step: the batch mean of each ``reward/<term>``. Per finished episode (``_final/...``
+    masks): episode return, length, per-term dt-scaled sums, termination causes and tracking
+    errors. Works in O(keys) NumPy calls per step; the per-episode part only on steps where
+    some env finished.
+    """
+
+    def __init__(self, tracking: Iterable[str] = ()):
+        self.tracking = tuple(tracking)
+        self.reset()
+
+    def reset(self) -> None:
+        self.steps = 0
+        self.episodes = 0
+        self.step_sums: dict[str, float] = {}
+        self.episode_sums: dict[str, float] = {}
+
+    def add(self, info: dict[str, Any]) -> None:
+        self.steps += 1
+        tracking = 0.0
+        for key, value in info.items():
+            if key.startswith("reward/"):
+                m = float(value.mean())
+                self.step_sums[key] = self.step_sums.get(key, 0.0) + m
+                if key[7:] in self.tracking:
+                    tracking += m
+        if self.tracking:
+            self.step_sums["tracking"] = self.step_sums.get("tracking", 0.0) + tracking
+        mask = info.get("_final/length")
+        if mask is None or not mask.any():
+            return
+        self.episodes += int(mask.sum())
+        for key, value in info.items():
+            if key.startswith("final/"):
+                s = float(value[mask].sum(dtype=np.float64))
+                self.episode_sums[key] = self.episode_sums.get(key, 0.0) + s
+
+    def means(self) -> dict[str, float]:
+        """Logger keys -> values; episode keys only when an episode finished."""
+        out: dict[str, float] = {}
+        if self.steps:
+            for key, s in self.step_sums.items():
+                name = "rollout/tracking_reward" if key == "tracking" else key
+                out[name] = s / self.steps
+        if self.episodes:
+            out["episode/count"] = float(self.episodes)
+            for key, s in self.episode_sums.items():
+                m = s / self.episodes
+                name = key[len("final/") :]
+                if name == "return" or name == "length":
+                    out[f"episode/{name}"] = m
+                elif name.startswith("reward/"):
+                    out[f"episode/{name}"] = m
+                elif name.startswith("termination/"):
+                    out[name] = m  # a rate: the fraction of finished episodes
+                elif name.startswith("error/"):
+                    e = name[len("error/") :]
+                    if e in _MM_ERRORS:
+                        out[f"error/{e}_mm"] = 1000.0 * m
+                    else:
+                        out[f"error/{e}_{_ERROR_UNITS.get(e, 'si')}"] = m
+        return out
+
+
+class TrackingLogCallback(BaseCallback):
+    """Writes a TrackingVecEnv's reward terms, episodes, errors and throughput every rollout.
+
+    Logger keys (TensorBoard under the same names):
+
+    - ``reward/<term>``: per-step weighted term (before dt), mean over the rollout's steps and
+      envs; ``rollout/tracking_reward``: the same for the sum of the positive-weight terms.
+    - ``episode/return``, ``episode/length`` (steps), ``episode/reward/<term>`` (dt-scaled
+      episode sum), ``episode/count``: means over the episodes that ended in the rollout.
+    - ``termination/<cause>``: fraction of those episodes that ended by the cause
+      (``time_out`` included).
+    - ``error/mpkpe_mm``, ``error/root_mpkpe_mm``, ``error/<name>_<unit>``: episode-mean
+      tracking errors, averaged over the finished episodes.
+    - ``sampling/entropy``, ``sampling/top1_prob``: the adaptive sampler's bins.
+    - ``time/env_steps_per_s``: env steps (summed over envs) per second of rollout collection.
+
+    ``history`` keeps, per rollout, ``timesteps`` and every logged value (for plots).
+    """
+
+    def __init__(self, verbose: int = 0):
+        super().__init__(verbose)
+        self.stats = TrackingStats()
+        self.history: list[dict[str, float]] = []
+        self._adapter: SB3VecEnv | None = None
+        self._t0 = 0.0
+        self._steps0 = 0
+
+    def _init_callback(self) -> None:
+        adapter = self.training_env.unwrapped
+        if not isinstance(adapter, SB3VecEnv):
+            raise TypeError(f"TrackingLogCallback needs an SB3VecEnv, got {type(adapter)}")
+        self._adapter = adapter
+        try:
+            self.stats = TrackingStats(tracking_terms(adapter.venv))
+        except AttributeError:
+            self.stats = TrackingStats()
+
+    def _on_rollout_start(self) -> None:
+        self.stats.reset()
+        self._t0 = time.perf_counter()
+        self._steps0 = self._adapter.total_steps
+
+    def _on_step(self) -> bool:
+        self.stats.add(self._adapter.last_info)
+        return True
+
+    def _on_rollout_end(self) -> None:
+        elapsed = time.perf_counter() - self._t0
+        values = self.stats.means()
+        for key, value in self._adapter.sampling_stats.items():
+            values[f"sampling/{key}"] = value
+        if elapsed > 0:
+            values["time/env_steps_per_s"] = (self._adapter.total_steps - self._steps0) / elapsed
+        for key, value in values.items():
+            self.logger.record(key, value)
+        self.history.append({"timesteps": float(self.num_timesteps), **values})

@@ -1,0 +1,462 @@
+"""`gym-motion train`: PPO (Stable-Baselines3) on the G1 tracking task, with the logs and files
+a researcher expects.
+
+    gym-motion train                                  # embedded default motion, ~10 min on 2 cores
+    gym-motion train --motion dance.npz --num-envs 256 --total-steps 5000000 --out runs/dance
+
+The run folder holds: ``model.zip`` (SB3 PPO), ``vecnormalize.pkl`` (observation
+normalisation statistics), TensorBoard events and ``progress.csv`` (SB3's logger plus
+`TrackingLogCallback`'s keys), ``config.json`` (the resolved training and task config),
+``summary.json`` (zero-action evaluation before training and the trained policy's after, see
+`gym_motion.evaluate`) and ``training_curves.png``. Ctrl-C saves a checkpoint (model,
+statistics, summary without the after-training evaluation) and exits with code 130.
+
+PPO hyperparameters (`PPO_DEFAULTS`) follow BeyondMimic's rsl_rl PPO configuration for the
+G1 tracking task (whole_body_tracking, itself rsl_rl's defaults): learning rate 1e-3 with a
+KL-adaptive schedule (desired KL 0.01, x/÷1.5), gamma 0.99, GAE lambda 0.95, clip 0.2,
+entropy 0.005, value loss coefficient 1.0, max grad norm 1.0, 24 steps per env, 5 epochs,
+4 minibatches, initial action std 1.0, actor and critic MLPs [512, 256, 128] with ELU. Adapted
+to SB3 on a CPU:
+
+- N envs: 64 by default instead of 4096 (two CPU cores give a few thousand env steps per
+  second, so an update of 24 x 4096 samples would take most of a minute). The minibatch is
+  still a quarter of the rollout (24 N / 4), so an update stays 20 gradient steps.
+- The learning rate adapts once per update from the update's mean approximate KL
+  (`KLAdaptiveLR`), not after every minibatch as rsl_rl does: SB3's PPO has no per-minibatch
+  hook, and the per-update rule keeps the same fixed point.
+- Observations are normalised by `VecNormalize` (rsl_rl's empirical normalisation);
+  rewards are not (rsl_rl does not normalise them either).
+- SB3's orthogonal initialisation (policy head gain 0.01) is kept: the first actions are near
+  zero, i.e. near the default pose, which is where the reference motion starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import os
+import platform
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["PPO_DEFAULTS", "KLAdaptiveLR", "TrainConfig", "register_cli", "train"]
+
+# BeyondMimic / rsl_rl PPO values (see the module docstring for the adaptations).
+PPO_DEFAULTS: dict[str, Any] = {
+    "learning_rate": 1e-3,
+    "desired_kl": 0.01,
+    "n_steps": 24,
+    "n_epochs": 5,
+    "num_minibatches": 4,
+    "gamma": 0.99,
+    "gae_lambda": 0.95,
+    "clip_range": 0.2,
+    "ent_coef": 0.005,
+    "vf_coef": 1.0,
+    "max_grad_norm": 1.0,
+    "log_std_init": 0.0,
+    "net_arch": [512, 256, 128],
+    "activation": "elu",
+}
+
+
+@dataclass
+class TrainConfig:
+    """Everything `train` needs; `gym-motion train` fills it from the command line.
+
+    Attributes:
+        motion: clip paths (npz) or folders; empty: the embedded default motion.
+        num_envs: N parallel envs. total_steps: env steps summed over envs.
+        backend: physics backend name. seed: seeds PPO, torch and the env.
+        out: run folder; default ``runs/<date>-<time>``.
+        obs_mode: "policy" (flat) or "dict" (policy + critic groups, SB3 MultiInputPolicy).
+        state_estimation: False drops anchor position and base linear velocity (154 obs).
+        eval_episodes: episodes per clip in the before/after evaluations (eval is
+            deterministic, so one is enough). eval_max_seconds: cap on an eval episode.
+        ppo: PPO hyperparameters, `PPO_DEFAULTS` overridden by these keys.
+        backend_kwargs: passed to the backend (e.g. num_threads).
+    """
+
+    motion: list[str] = field(default_factory=list)
+    num_envs: int = 64
+    total_steps: int = 1_000_000
+    backend: str = "mujoco"
+    seed: int = 0
+    out: str | None = None
+    obs_mode: str = "policy"
+    state_estimation: bool = True
+    eval_episodes: int = 1
+    eval_max_seconds: float | None = None
+    ppo: dict[str, Any] = field(default_factory=dict)
+    backend_kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def resolved_ppo(self) -> dict[str, Any]:
+        unknown = set(self.ppo) - set(PPO_DEFAULTS)
+        if unknown:
+            raise ValueError(f"unknown PPO settings {sorted(unknown)}; known: {list(PPO_DEFAULTS)}")
+        return {**PPO_DEFAULTS, **self.ppo}
+
+
+class KLAdaptiveLR:
+    """A learning-rate "schedule" whose value `KLAdaptiveLRCallback` moves with the KL.
+
+    rsl_rl's rule: KL > 2 desired -> lr / 1.5; KL < desired / 2 -> lr * 1.5; clamped to
+    [1e-5, 1e-2]. SB3 reads the value at the start of every update.
+    """
+
+    def __init__(self, lr: float, desired_kl: float = 0.01, lo: float = 1e-5, hi: float = 1e-2):
+        self.lr, self.desired_kl, self.lo, self.hi = float(lr), float(desired_kl), lo, hi
+
+    def __call__(self, progress_remaining: float) -> float:
+        return self.lr
+
+    def update(self, kl: float) -> None:
+        if not math.isfinite(kl):
+            return
+        if kl > 2.0 * self.desired_kl:
+            self.lr = max(self.lo, self.lr / 1.5)
+        elif kl < 0.5 * self.desired_kl:
+            self.lr = min(self.hi, self.lr * 1.5)
+
+
+def _callbacks():
+    """Callback classes (SB3 imported lazily so the CLI starts fast)."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class KLAdaptiveLRCallback(BaseCallback):
+        """Feeds the previous update's ``train/approx_kl`` to a `KLAdaptiveLR`."""
+
+        def __init__(self, schedule: KLAdaptiveLR):
+            super().__init__()
+            self.schedule = schedule
+
+        def _on_rollout_start(self) -> None:
+            # SB3 order: train() records train/approx_kl, the next rollout runs, then logs dump.
+            kl = self.logger.name_to_value.get("train/approx_kl")
+            if kl is not None:
+                self.schedule.update(float(kl))
+
+        def _on_step(self) -> bool:
+            return True
+
+    class ProgressBar(BaseCallback):
+        """A tqdm bar over env steps (SB3's own bar needs `rich`)."""
+
+        def __init__(self, total: int):
+            super().__init__()
+            self.total, self.bar = total, None
+
+        def _on_training_start(self) -> None:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=self.total, unit="step", unit_scale=True, dynamic_ncols=True)
+
+        def _on_step(self) -> bool:
+            self.bar.update(self.training_env.num_envs)
+            return True
+
+        def _on_rollout_end(self) -> None:
+            v = self.logger.name_to_value
+            post = {}
+            if "episode/length" in v:
+                post["ep_len"] = f"{v['episode/length']:.0f}"
+            if "rollout/tracking_reward" in v:
+                post["track_rew"] = f"{v['rollout/tracking_reward']:.2f}"
+            if post:
+                self.bar.set_postfix(post, refresh=False)
+
+        def _on_training_end(self) -> None:
+            if self.bar is not None:
+                self.bar.close()
+
+    return KLAdaptiveLRCallback, ProgressBar
+
+
+def _jsonable(obj: Any) -> Any:
+    """Dataclasses, tuples, numpy values and functions -> JSON values (functions by name)."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: _jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_jsonable(v) for v in obj]
+    if callable(obj):
+        return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', repr(obj))}"
+    if hasattr(obj, "item") and getattr(obj, "ndim", 1) == 0:
+        return obj.item()
+    if hasattr(obj, "tolist"):
+        return obj.tolist()
+    if isinstance(obj, str | int | float | bool) or obj is None:
+        return obj
+    return repr(obj)
+
+
+def env_cfg_for(config: TrainConfig):
+    """The training task config (`TrackingEnvCfg` with the run's state-estimation choice)."""
+    from gym_motion.envs.config import TrackingEnvCfg
+
+    return TrackingEnvCfg(state_estimation=config.state_estimation)
+
+
+def make_env(config: TrainConfig, motions: list[str] | None):
+    """The training env: TrackingVecEnv (SAME_STEP) -> SB3VecEnv -> VecNormalize (obs only)."""
+    from gymnasium.vector import AutoresetMode
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    from gym_motion.adapters.sb3 import SB3VecEnv
+    from gym_motion.envs.tracking import TrackingVecEnv
+
+    env = TrackingVecEnv(
+        num_envs=config.num_envs,
+        motion=motions or None,
+        backend=config.backend,
+        cfg=env_cfg_for(config),
+        autoreset_mode=AutoresetMode.SAME_STEP,
+        obs_mode=config.obs_mode,
+        seed=config.seed,
+        backend_kwargs=config.backend_kwargs or None,
+    )
+    return VecNormalize(SB3VecEnv(env), norm_obs=True, norm_reward=False, clip_obs=10.0)
+
+
+def make_model(config: TrainConfig, venv, tensorboard_dir: str | None = None):
+    """A PPO model with `config`'s hyperparameters; returns (model, lr schedule)."""
+    import torch
+    from stable_baselines3 import PPO
+
+    p = config.resolved_ppo()
+    rollout = p["n_steps"] * config.num_envs
+    batch = max(1, rollout // p["num_minibatches"])
+    schedule = KLAdaptiveLR(p["learning_rate"], p["desired_kl"])
+    activations = {"elu": torch.nn.ELU, "relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}
+    arch = list(p["net_arch"])
+    model = PPO(
+        "MultiInputPolicy" if config.obs_mode == "dict" else "MlpPolicy",
+        venv,
+        learning_rate=schedule,
+        n_steps=p["n_steps"],
+        batch_size=batch,
+        n_epochs=p["n_epochs"],
+        gamma=p["gamma"],
+        gae_lambda=p["gae_lambda"],
+        clip_range=p["clip_range"],
+        ent_coef=p["ent_coef"],
+        vf_coef=p["vf_coef"],
+        max_grad_norm=p["max_grad_norm"],
+        policy_kwargs={
+            "net_arch": {"pi": arch, "vf": arch},
+            "activation_fn": activations[p["activation"]],
+            "log_std_init": p["log_std_init"],
+        },
+        tensorboard_log=tensorboard_dir,
+        seed=config.seed,
+        device="cpu",
+        verbose=0,
+    )
+    return model, schedule
+
+
+def resolved_config(config: TrainConfig, motions: list[str]) -> dict[str, Any]:
+    """The JSON-able resolved config of a run (train settings, PPO, task, versions)."""
+    import gymnasium
+    import stable_baselines3
+    import torch
+
+    import gym_motion
+
+    p = config.resolved_ppo()
+    return {
+        "train": {**_jsonable(config), "motion": motions},
+        "ppo": {
+            **p,
+            "batch_size": max(1, p["n_steps"] * config.num_envs // p["num_minibatches"]),
+            "rollout_size": p["n_steps"] * config.num_envs,
+        },
+        "env": _jsonable(env_cfg_for(config)),
+        "versions": {
+            "gym_motion": gym_motion.__version__,
+            "stable_baselines3": stable_baselines3.__version__,
+            "torch": torch.__version__,
+            "gymnasium": gymnasium.__version__,
+            "python": platform.python_version(),
+        },
+    }
+
+
+def plot_curves(history: list[dict[str, float]], path: Path) -> None:
+    """Episode length and tracking reward per step against env steps, to a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4), constrained_layout=True)
+    panels = (
+        ("episode/length", "mean episode length (steps)"),
+        ("rollout/tracking_reward", "tracking reward per step"),
+    )
+    for ax, (key, title) in zip(axes, panels, strict=True):
+        pts = [(h["timesteps"], h[key]) for h in history if key in h]
+        if pts:
+            x, y = zip(*pts, strict=True)
+            ax.plot(x, y, lw=1.2)
+        ax.set_title(title)
+        ax.set_xlabel("env steps")
+        ax.grid(alpha=0.3)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _default_out() -> str:
+    return os.path.join("runs", time.strftime("%Y%m%d-%H%M%S"))
+
+
+def train(config: TrainConfig) -> dict[str, Any]:
+    """Run a training job; writes the run folder and returns the summary (also summary.json).
+
+    A KeyboardInterrupt during learning saves a checkpoint and returns a summary with
+    ``"interrupted": True`` (no after-training evaluation).
+    """
+    from stable_baselines3.common.logger import configure
+
+    from gym_motion.adapters.sb3 import TrackingLogCallback
+    from gym_motion.evaluate import evaluate_policy_on_clips, model_policy
+
+    motions = [str(m) for m in config.motion]
+    if not motions:
+        from gym_motion.motion import DEFAULT_MOTION_PATH
+
+        motions = [str(DEFAULT_MOTION_PATH)]
+    out = Path(config.out or _default_out())
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(json.dumps(resolved_config(config, motions), indent=2))
+    eval_kw = {
+        "episodes": config.eval_episodes,
+        "backend": config.backend,
+        "obs_mode": config.obs_mode,
+        "state_estimation": config.state_estimation,
+        "max_seconds": config.eval_max_seconds,
+        "seed": config.seed,
+        "backend_kwargs": config.backend_kwargs or None,
+    }
+    print(f"gym-motion train: run folder {out}", flush=True)
+    before = evaluate_policy_on_clips(motions, None, **eval_kw)
+
+    venv = make_env(config, motions)
+    model, _schedule = make_model(config, venv)
+    model.set_logger(configure(str(out), ["tensorboard", "csv"]))
+    KLCallback, ProgressBar = _callbacks()
+    log_cb = TrackingLogCallback()
+    callbacks = [log_cb, KLCallback(_schedule), ProgressBar(config.total_steps)]
+
+    t0 = time.perf_counter()
+    interrupted = False
+    try:
+        model.learn(config.total_steps, callback=callbacks)
+    except KeyboardInterrupt:
+        interrupted = True
+        print("\ngym-motion train: interrupted; saving a checkpoint", file=sys.stderr)
+    wall = time.perf_counter() - t0
+    model.save(out / "model.zip")
+    venv.save(str(out / "vecnormalize.pkl"))
+    plot_curves(log_cb.history, out / "training_curves.png")
+    steps = int(model.num_timesteps)
+    summary: dict[str, Any] = {
+        "run": str(out),
+        "interrupted": interrupted,
+        "env_steps": steps,
+        "train_wall_s": round(wall, 2),
+        "env_steps_per_s_overall": round(steps / wall, 1) if wall > 0 else None,
+        "env_steps_per_s_rollout": _mean_tail(log_cb.history, "time/env_steps_per_s"),
+        "before": before,
+    }
+    if not interrupted:
+        venv.training = False
+        summary["after"] = evaluate_policy_on_clips(motions, model_policy(model, venv), **eval_kw)
+    venv.close()
+    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    return summary
+
+
+def _mean_tail(history: list[dict[str, float]], key: str, n: int = 20) -> float | None:
+    vals = [h[key] for h in history if key in h][-n:]
+    return round(sum(vals) / len(vals), 1) if vals else None
+
+
+# ---------------------------------------------------------------------------------------------
+# CLI
+
+
+def register_cli(subparsers: argparse._SubParsersAction) -> None:
+    """Adds ``gym-motion train`` to the CLI's subparsers."""
+    d = TrainConfig()
+    p = subparsers.add_parser(
+        "train",
+        help="train a PPO tracking policy with Stable-Baselines3",
+        description="PPO (BeyondMimic/rsl_rl hyperparameters, see gym_motion.train) on the G1 "
+        "tracking task; writes model, normalisation stats, TensorBoard logs, config, summary "
+        "and curves to the run folder.",
+    )
+    p.add_argument(
+        "--motion", nargs="+", default=[], metavar="CLIP", help="clip npz(s) or folders "
+        "(default: the embedded default motion)"
+    )  # fmt: skip
+    p.add_argument("--num-envs", type=int, default=d.num_envs, help="parallel envs")
+    p.add_argument("--total-steps", type=int, default=d.total_steps, help="env steps, all envs")
+    p.add_argument("--backend", default=d.backend, help="physics backend (mujoco, mjwarp)")
+    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--out", default=None, help="run folder (default runs/<date>-<time>)")
+    p.add_argument("--obs-mode", choices=("policy", "dict"), default=d.obs_mode)
+    p.add_argument(
+        "--no-state-estimation", action="store_true", help="154-value policy observation"
+    )
+    p.add_argument("--num-threads", type=int, default=None, help="physics threads")
+    p.add_argument(
+        "--ppo", nargs="*", default=[], metavar="KEY=VALUE",
+        help=f"override PPO settings ({', '.join(PPO_DEFAULTS)}), values as JSON",
+    )  # fmt: skip
+    p.set_defaults(func=_run_cli)
+
+
+def _parse_overrides(items: list[str]) -> dict[str, Any]:
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise SystemExit(f"gym-motion train: --ppo expects KEY=VALUE, got {item!r}")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
+def _run_cli(args: argparse.Namespace) -> int:
+    config = TrainConfig(
+        motion=list(args.motion),
+        num_envs=args.num_envs,
+        total_steps=args.total_steps,
+        backend=args.backend,
+        seed=args.seed,
+        out=args.out,
+        obs_mode=args.obs_mode,
+        state_estimation=not args.no_state_estimation,
+        ppo=_parse_overrides(args.ppo),
+        backend_kwargs={"num_threads": args.num_threads} if args.num_threads else {},
+    )
+    summary = train(config)
+    from gym_motion.evaluate import format_table
+
+    print(f"\nrun folder: {summary['run']}  ({summary['env_steps']} env steps, "
+          f"{summary['train_wall_s']:.0f} s)")  # fmt: skip
+    print("before training (zero action):")
+    print(format_table(summary["before"]))
+    if "after" in summary:
+        print("after training:")
+        print(format_table(summary["after"]))
+    return 130 if summary["interrupted"] else 0
