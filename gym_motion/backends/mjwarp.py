@@ -1,0 +1,563 @@
+"""MuJoCo Warp backend: N worlds of one model stepped as one batch on a GPU (or Warp's CPU device).
+
+One control step is a fixed launch sequence on the device::
+
+    ctrl upload (host -> device, once)                      # position targets (N, nu)
+    clear overflow bits and self-contact counters
+    decimation x [mjw.step, count self contact]             # captured once as a CUDA graph
+    kinematics + com_pos + com_vel                          # body state of the final qpos/qvel
+    one fused gather kernel -> device buffer (N, S)         # bodies, joints, flags
+    one device -> host copy into a (pinned) host buffer (N, S)
+
+``S = 13 B + 2 J + 3`` floats per world: body positions (B, 3), quaternions wxyz (B, 4), origin
+linear velocities (B, 3) and angular velocities (B, 3), all world frame; joint positions (J,) and
+velocities (J,); then the number of substeps with self contact above the threshold, a non-finite
+flag and the ``OverflowType`` bits of the step. `BodyState` and the per-row flags are views of
+that host buffer, so the managers stay on NumPy/Numba.
+
+On CUDA the substep loop through the gather is captured as a CUDA graph on the second `step`
+(the first runs eagerly and compiles every kernel) and replayed afterwards. On the CPU device the
+same sequence runs eagerly. Warp's kernel cache (``~/.cache/warp`` or ``WARP_CACHE_PATH``) keeps
+compiled kernels across processes: the first process on a machine compiles MuJoCo Warp's kernels
+(about 35 s on the CPU device with 2 cores), later ones load them in about 2 s.
+
+Contact and constraint capacity are fixed at construction (``nconmax`` contacts and ``njmax``
+constraint rows per world; the contact pool of ``nconmax * N`` is shared by all worlds). After
+every step the capacity overflow bits of MuJoCo Warp (``Data.overflow``: constraint rows, contact
+broadphase/narrowphase, CCD, sparse Jacobian, contact-sensor matches) are read with the state:
+an overflow raises `CapacityOverflowError` (``on_overflow="raise"``, the default) or terminates
+the affected rows like a non-finite state (``on_overflow="terminate"``: their `nonfinite` flag is
+set, and `overflow_count` counts them). A contact pool overflow flags every world, since the pool
+is shared. Solver iteration limits (also reported in those bits) are not an overflow.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Literal
+
+import mujoco
+import mujoco_warp as mjw
+import numpy as np
+import warp as wp
+
+from gym_motion.backends.base import BodyState
+
+# Overflow bits that mean "the capacity given at construction was too small": results of that
+# step are wrong (contacts or constraint rows dropped).
+CAPACITY_OVERFLOW = int(
+    mjw.OverflowType.NEFC
+    | mjw.OverflowType.NJMAX_NNZ
+    | mjw.OverflowType.BROADPHASE
+    | mjw.OverflowType.NARROWPHASE
+    | mjw.OverflowType.CCD
+    | mjw.OverflowType.CONTACT_MATCH
+)
+# |qpos|, |qvel| above this count as diverged (MuJoCo's mjMAXVAL).
+MAX_VALUE = 1e10
+SELF_CONTACT_SENSOR = "self_contact"
+SELF_CONTACT_NORMAL_FORCE = 1  # index of the normal force in the sensor's 4 values
+
+
+class CapacityOverflowError(RuntimeError):
+    """A step needed more contacts or constraint rows than `MjWarpBackend` was built with."""
+
+
+def default_device() -> str:
+    """``"cuda:0"`` when Warp sees a CUDA device, else ``"cpu"``."""
+    wp.init()
+    return "cuda:0" if wp.get_cuda_device_count() > 0 else "cpu"
+
+
+# ---------------------------------------------------------------------------------------- kernels
+
+
+@wp.kernel
+def _count_self_contact(
+    sensordata: wp.array2d(dtype=float),
+    adr: int,
+    threshold: float,
+    count: wp.array(dtype=int),
+):
+    """count[w] += 1 where the self-contact sensor's normal force exceeds threshold (N)."""
+    w = wp.tid()
+    if sensordata[w, adr] > threshold:
+        count[w] = count[w] + 1
+
+
+@wp.kernel
+def _gather(
+    xpos: wp.array2d(dtype=wp.vec3),
+    xquat: wp.array2d(dtype=wp.quat),
+    cvel: wp.array2d(dtype=wp.spatial_vector),
+    subtree_com: wp.array2d(dtype=wp.vec3),
+    qpos: wp.array2d(dtype=float),
+    qvel: wp.array2d(dtype=float),
+    self_contact: wp.array(dtype=int),
+    overflow: wp.array(dtype=int),
+    body_ids: wp.array(dtype=int),
+    root_ids: wp.array(dtype=int),
+    qpos_adr: wp.array(dtype=int),
+    dof_adr: wp.array(dtype=int),
+    max_value: float,
+    out: wp.array2d(dtype=float),
+):
+    """Fill one row per world of the state buffer; thread (w, k): body k, joint k - B, flags."""
+    w, k = wp.tid()
+    nb = body_ids.shape[0]
+    nj = qpos_adr.shape[0]
+    if k < nb:
+        b = body_ids[k]
+        p = xpos[w, b]
+        q = xquat[w, b]  # MuJoCo order w, x, y, z in the 4 slots
+        v = cvel[w, b]  # (angular, linear at subtree_com of the tree root), world frame
+        ang = wp.spatial_top(v)
+        lin = wp.spatial_bottom(v) + wp.cross(ang, p - subtree_com[w, root_ids[k]])
+        for i in range(3):
+            out[w, 3 * k + i] = p[i]
+            out[w, 7 * nb + 3 * k + i] = lin[i]
+            out[w, 10 * nb + 3 * k + i] = ang[i]
+        for i in range(4):
+            out[w, 3 * nb + 4 * k + i] = q[i]
+    elif k < nb + nj:
+        j = k - nb
+        out[w, 13 * nb + j] = qpos[w, qpos_adr[j]]
+        out[w, 13 * nb + nj + j] = qvel[w, dof_adr[j]]
+    else:
+        bad = wp.int32(0)
+        for i in range(qpos.shape[1]):
+            x = qpos[w, i]
+            if not wp.isfinite(x) or wp.abs(x) > max_value:
+                bad = 1
+        for i in range(qvel.shape[1]):
+            x = qvel[w, i]
+            if not wp.isfinite(x) or wp.abs(x) > max_value:
+                bad = 1
+        base = 13 * nb + 2 * nj
+        out[w, base] = float(self_contact[w])
+        out[w, base + 1] = float(bad)
+        out[w, base + 2] = float(overflow[w])
+
+
+@wp.kernel
+def _scatter_state(
+    ids: wp.array(dtype=int),
+    qpos_in: wp.array(dtype=float),
+    qvel_in: wp.array(dtype=float),
+    qpos: wp.array2d(dtype=float),
+    qvel: wp.array2d(dtype=float),
+    qacc_warmstart: wp.array2d(dtype=float),
+    act: wp.array2d(dtype=float),
+):
+    """Write row i of the flat (M, nq) / (M, nv) inputs to world ids[i]; clear its history."""
+    i = wp.tid()
+    w = ids[i]
+    nq = qpos.shape[1]
+    nv = qvel.shape[1]
+    for k in range(nq):
+        qpos[w, k] = qpos_in[i * nq + k]
+    for k in range(nv):
+        qvel[w, k] = qvel_in[i * nv + k]
+        qacc_warmstart[w, k] = 0.0
+    for k in range(act.shape[1]):
+        act[w, k] = 0.0
+
+
+# ---------------------------------------------------------------------------------------- backend
+
+
+class MjWarpBackend:
+    """`SimBackend` on MuJoCo Warp: N worlds, one launch sequence per control step.
+
+    Args:
+        model: the compiled MjModel (e.g. ``g1.load_model()``); its options (timestep,
+            integrator, solver, cone, iterations) are used as they are. Every world starts at
+            keyframe ``"default"`` when the model has it, else at ``qpos0``.
+        num_envs: N worlds.
+        body_names: the B bodies whose state `copy_body_state_w` returns, in that order.
+        joint_names: the J hinge joints of the joint state and of the position targets, in that
+            order; each must be driven by exactly one actuator.
+        decimation: substeps per control step.
+        self_contact_threshold: a substep counts as self contact when the ``"self_contact"``
+            sensor's normal force exceeds this, N (0 substeps when the model has no such sensor).
+        device: Warp device; default ``"cuda:0"`` when a GPU exists, else ``"cpu"``.
+        nconmax: contacts per world (the shared pool holds ``nconmax * N``).
+        njmax: constraint rows per world.
+        on_overflow: ``"raise"`` (default): a capacity overflow raises `CapacityOverflowError`
+            after the step; ``"terminate"``: the affected rows are flagged in `nonfinite` (the
+            env terminates and re-initialises them) and counted in `overflow_count`.
+
+    Attributes:
+        num_envs, body_names, joint_names, physics_dt (s), decimation: as given / from the model.
+        device: the Warp device name.
+        self_contact_substeps: (N,) int32, substeps of the last step with self contact.
+        nonfinite: (N,) bool, rows whose qpos/qvel became NaN/Inf or exceeded 1e10 during the
+            last step (or overflowed, with ``on_overflow="terminate"``).
+        overflow_count: rows terminated for capacity overflow since construction.
+        profile: when True, `step` synchronises between phases and adds their wall times (s) to
+            `phase_times` (``upload``, ``physics``, ``gather_copy``); off by default.
+    """
+
+    def __init__(
+        self,
+        model: mujoco.MjModel,
+        num_envs: int,
+        body_names: tuple[str, ...] | list[str],
+        joint_names: tuple[str, ...] | list[str],
+        decimation: int = 4,
+        self_contact_threshold: float = 10.0,
+        device: str | None = None,
+        nconmax: int = 35,
+        njmax: int = 250,
+        on_overflow: Literal["raise", "terminate"] = "raise",
+    ):
+        if num_envs < 1:
+            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        if decimation < 1:
+            raise ValueError(f"decimation must be >= 1, got {decimation}")
+        if nconmax < 1 or njmax < 1:
+            raise ValueError(f"nconmax and njmax must be >= 1, got {nconmax}, {njmax}")
+        if on_overflow not in ("raise", "terminate"):
+            raise ValueError(f"on_overflow must be 'raise' or 'terminate', got {on_overflow!r}")
+        wp.init()
+        self.device = device or default_device()
+        self.num_envs = n = int(num_envs)
+        self.body_names = tuple(body_names)
+        self.joint_names = tuple(joint_names)
+        self.decimation = int(decimation)
+        self.physics_dt = float(model.opt.timestep)
+        self.self_contact_threshold = float(self_contact_threshold)
+        self.nconmax, self.njmax = int(nconmax), int(njmax)
+        self.on_overflow = on_overflow
+        self.overflow_count = 0
+        self.profile = False
+        self.phase_times = {"upload": 0.0, "physics": 0.0, "gather_copy": 0.0}
+        self._mjm = model
+
+        body_ids, root_ids, qpos_adr, dof_adr, act_ids = self._resolve_names(model)
+        self._act_ids = act_ids
+        self._act_identity = np.array_equal(act_ids, np.arange(model.nu)) and len(act_ids) == (
+            model.nu
+        )
+        sensor = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SENSOR, SELF_CONTACT_SENSOR)
+        self._contact_adr = (
+            -1 if sensor < 0 else int(model.sensor_adr[sensor]) + SELF_CONTACT_NORMAL_FORCE
+        )
+
+        data = mujoco.MjData(model)
+        key = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, "default")
+        if key >= 0:
+            mujoco.mj_resetDataKeyframe(model, data, key)
+        mujoco.mj_forward(model, data)
+
+        b, j = len(self.body_names), len(self.joint_names)
+        self._nb, self._nj = b, j
+        self._stride = 13 * b + 2 * j + 3
+        pinned = wp.get_device(self.device).is_cuda
+        with wp.ScopedDevice(self.device):
+            self._m = mjw.put_model(model, batch_sizes={"geom_friction": n, "body_ipos": n})
+            self._m.opt.warn_overflow = 0  # reported by this class after every step instead
+            self._d = mjw.put_data(model, data, nworld=n, nconmax=nconmax, njmax=njmax)
+            self._body_ids = wp.array(body_ids, dtype=int)
+            self._root_ids = wp.array(root_ids, dtype=int)
+            self._qpos_adr = wp.array(qpos_adr, dtype=int)
+            self._dof_adr = wp.array(dof_adr, dtype=int)
+            self._self_contact = wp.zeros(n, dtype=int)
+            self._state_dev = wp.zeros((n, self._stride), dtype=float)
+            self._ids_dev = wp.zeros(n, dtype=int)
+            self._qpos_dev = wp.zeros(n * model.nq, dtype=float)
+            self._qvel_dev = wp.zeros(n * model.nv, dtype=float)
+        host = dict(device="cpu", pinned=pinned)
+        self._state_host = wp.zeros((n, self._stride), dtype=float, **host)
+        self._ctrl_host = wp.zeros((n, model.nu), dtype=float, **host)
+        self._ids_host = wp.zeros(n, dtype=int, **host)
+        self._qpos_host = wp.zeros(n * model.nq, dtype=float, **host)
+        self._qvel_host = wp.zeros(n * model.nv, dtype=float, **host)
+        self._ctrl_np = self._ctrl_host.numpy()
+        self._ctrl_np[:] = data.ctrl
+        wp.copy(self._d.ctrl, self._ctrl_host)
+
+        # Per-world randomised model fields: host mirrors, uploaded whole after an edit.
+        self._foot_geoms = _foot_geoms(model)
+        self._friction_np = self._m.geom_friction.numpy()
+        self._ipos_np = self._m.body_ipos.numpy()
+        self._ipos_nominal = model.body_ipos.astype(np.float32)
+
+        # Host views of the state buffer (float32, updated in place by each device->host copy).
+        s = self._state_host.numpy()
+        self._state_np = s
+        self._views = BodyState(
+            pos_w=s[:, : 3 * b].reshape(n, b, 3),
+            quat_w=s[:, 3 * b : 7 * b].reshape(n, b, 4),
+            lin_vel_w=s[:, 7 * b : 10 * b].reshape(n, b, 3),
+            ang_vel_w=s[:, 10 * b : 13 * b].reshape(n, b, 3),
+            joint_pos=s[:, 13 * b : 13 * b + j],
+            joint_vel=s[:, 13 * b + j : 13 * b + 2 * j],
+        )
+        self._flags = s[:, 13 * b + 2 * j :]
+        self.self_contact_substeps = np.zeros(n, np.int32)
+        self.nonfinite = np.zeros(n, bool)
+        self._graph = None
+        self._steps = 0
+        self._refresh()
+
+    # ------------------------------------------------------------------ protocol
+    def step(self, joint_pos_target: np.ndarray) -> None:
+        """Advance every world `decimation` substeps holding position targets (N, J) rad.
+
+        Raises:
+            ValueError: targets of the wrong shape.
+            CapacityOverflowError: with ``on_overflow="raise"``, a world needed more contacts or
+                constraint rows than ``nconmax`` / ``njmax``; the message names the envs.
+        """
+        targets = np.asarray(joint_pos_target)
+        if targets.shape != (self.num_envs, self._nj):
+            raise ValueError(
+                f"joint_pos_target must have shape ({self.num_envs}, {self._nj}), "
+                f"got {targets.shape}"
+            )
+        t0 = time.perf_counter()
+        if self._act_identity:
+            np.copyto(self._ctrl_np, targets, casting="same_kind")
+        else:
+            self._ctrl_np[:, self._act_ids] = targets
+        wp.copy(self._d.ctrl, self._ctrl_host)
+        t1 = self._mark(t0, "upload")
+
+        with wp.ScopedDevice(self.device):
+            if self._graph is not None:
+                wp.capture_launch(self._graph)
+            elif wp.get_device(self.device).is_cuda and self._steps > 0:
+                # The first step ran eagerly and loaded every module; capture the rest once.
+                with wp.ScopedCapture() as capture:
+                    self._physics()
+                    self._gather_device()
+                self._graph = capture.graph
+                wp.capture_launch(self._graph)
+            else:
+                self._physics()
+                self._gather_device()
+        self._steps += 1
+        t2 = self._mark(t1, "physics")
+        self._download()
+        self._mark(t2, "gather_copy")
+        self._read_flags()
+
+    def copy_body_state_w(self, out: BodyState) -> None:
+        """Fill `out` in place (float32 arrays as in `BodyState`) with the current state."""
+        if self._dirty:
+            self._refresh()
+        v = self._views
+        np.copyto(out.pos_w, v.pos_w)
+        np.copyto(out.quat_w, v.quat_w)
+        np.copyto(out.lin_vel_w, v.lin_vel_w)
+        np.copyto(out.ang_vel_w, v.ang_vel_w)
+        np.copyto(out.joint_pos, v.joint_pos)
+        np.copyto(out.joint_vel, v.joint_vel)
+
+    def write_state(self, env_ids: np.ndarray, qpos: np.ndarray, qvel: np.ndarray) -> None:
+        """Set qpos (M, nq) and qvel (M, nv) of worlds `env_ids` (M,) and clear their solver
+        warm start and activations; other worlds are untouched.
+
+        Only the M rows travel to the device and only those worlds are written. Forward
+        kinematics (kinematics, com_pos, com_vel) then runs on all worlds before the next
+        `copy_body_state_w`: it recomputes the untouched worlds' derived quantities from their
+        unchanged qpos/qvel (identical values), which costs less than a masked launch would save.
+
+        Raises:
+            ValueError: mismatched shapes, or ids outside [0, N).
+        """
+        ids = np.asarray(env_ids, dtype=np.int64).reshape(-1)
+        m, nq, nv = ids.size, self._mjm.nq, self._mjm.nv
+        qpos, qvel = np.asarray(qpos), np.asarray(qvel)
+        if qpos.shape != (m, nq) or qvel.shape != (m, nv):
+            raise ValueError(
+                f"write_state expects qpos ({m}, {nq}) and qvel ({m}, {nv}) for {m} env ids, "
+                f"got {qpos.shape} and {qvel.shape}"
+            )
+        if m == 0:
+            return
+        if ids.min() < 0 or ids.max() >= self.num_envs:
+            raise ValueError(f"env ids must lie in [0, {self.num_envs}), got {ids}")
+        self._ids_host.numpy()[:m] = ids
+        self._qpos_host.numpy()[: m * nq] = qpos.reshape(-1)
+        self._qvel_host.numpy()[: m * nv] = qvel.reshape(-1)
+        wp.copy(self._ids_dev, self._ids_host, count=m)
+        wp.copy(self._qpos_dev, self._qpos_host, count=m * nq)
+        wp.copy(self._qvel_dev, self._qvel_host, count=m * nv)
+        d = self._d
+        wp.launch(
+            _scatter_state,
+            dim=m,
+            inputs=[self._ids_dev, self._qpos_dev, self._qvel_dev],
+            outputs=[d.qpos, d.qvel, d.qacc_warmstart, d.act],
+            device=self.device,
+        )
+        self.nonfinite[ids] = False
+        self._dirty = True
+
+    def set_foot_friction(self, env_ids: np.ndarray, friction: np.ndarray) -> None:
+        """Set the sliding friction (M,) of the foot collision geoms of worlds `env_ids`.
+
+        The feet (priority 1) decide the friction of their floor contacts, as in MuJoCo.
+        """
+        ids = np.asarray(env_ids).reshape(-1)
+        mu = np.asarray(friction, np.float32).reshape(-1)
+        if mu.shape != ids.shape:
+            raise ValueError(f"friction must have shape ({ids.size},), got {np.shape(friction)}")
+        self._friction_np[np.ix_(ids, self._foot_geoms, [0])] = mu[:, None, None]
+        self._m.geom_friction.assign(self._friction_np)
+
+    def set_body_com_offset(self, env_ids: np.ndarray, body: str, offset: np.ndarray) -> None:
+        """Place the centre of mass of `body` at nominal + offset (M, 3) m, body frame, in
+        worlds `env_ids` (per-world ``body_ipos``).
+
+        Raises:
+            KeyError: unknown body. ValueError: offset of the wrong shape.
+        """
+        ids = np.asarray(env_ids).reshape(-1)
+        off = np.asarray(offset, np.float32)
+        if off.shape != (ids.size, 3):
+            raise ValueError(f"offset must have shape ({ids.size}, 3), got {off.shape}")
+        bid = self._mjm.body(body).id
+        self._ipos_np[ids, bid] = self._ipos_nominal[bid] + off
+        self._m.body_ipos.assign(self._ipos_np)
+
+    def close(self) -> None:
+        """Drop the device model, data and graph (memory returns to Warp's allocator)."""
+        self._graph = None
+        self._m = self._d = None
+
+    # ------------------------------------------------------------------ internals
+    def _resolve_names(self, model: mujoco.MjModel):
+        bodies, joints = [], []
+        missing = []
+        for nm in self.body_names:
+            try:
+                bodies.append(model.body(nm).id)
+            except KeyError:
+                missing.append(nm)
+        for nm in self.joint_names:
+            try:
+                joints.append(model.joint(nm).id)
+            except KeyError:
+                missing.append(nm)
+        if missing:
+            raise KeyError(f"names not in the model: {missing}")
+        joints = np.array(joints)
+        hinge = model.jnt_type[joints] == mujoco.mjtJoint.mjJNT_HINGE
+        if not hinge.all():
+            raise ValueError(f"not hinge joints: {np.array(self.joint_names)[~hinge].tolist()}")
+        act_ids = []
+        for jid, nm in zip(joints, self.joint_names, strict=True):
+            acts = np.flatnonzero(
+                (model.actuator_trntype == mujoco.mjtTrn.mjTRN_JOINT)
+                & (model.actuator_trnid[:, 0] == jid)
+            )
+            if acts.size != 1:
+                raise ValueError(f"joint {nm!r} has {acts.size} actuators, expected 1")
+            act_ids.append(int(acts[0]))
+        bodies = np.array(bodies)
+        return (
+            bodies,
+            model.body_rootid[bodies],
+            model.jnt_qposadr[joints],
+            model.jnt_dofadr[joints],
+            np.array(act_ids),
+        )
+
+    def _physics(self) -> None:
+        """The substep loop (captured on CUDA): clear flags, step, count self contact."""
+        d = self._d
+        d.overflow.zero_()
+        self._self_contact.zero_()
+        for _ in range(self.decimation):
+            mjw.step(self._m, d)
+            if self._contact_adr >= 0:
+                wp.launch(
+                    _count_self_contact,
+                    dim=self.num_envs,
+                    inputs=[d.sensordata, self._contact_adr, self.self_contact_threshold],
+                    outputs=[self._self_contact],
+                )
+
+    def _gather_device(self) -> None:
+        """Forward kinematics of the current qpos/qvel, then the fused gather."""
+        m, d = self._m, self._d
+        mjw.kinematics(m, d)
+        mjw.com_pos(m, d)
+        mjw.com_vel(m, d)
+        wp.launch(
+            _gather,
+            dim=(self.num_envs, self._nb + self._nj + 1),
+            inputs=[
+                d.xpos,
+                d.xquat,
+                d.cvel,
+                d.subtree_com,
+                d.qpos,
+                d.qvel,
+                self._self_contact,
+                d.overflow,
+                self._body_ids,
+                self._root_ids,
+                self._qpos_adr,
+                self._dof_adr,
+                MAX_VALUE,
+            ],
+            outputs=[self._state_dev],
+        )
+
+    def _download(self) -> None:
+        wp.copy(self._state_host, self._state_dev)
+        wp.synchronize_device(self.device)
+        self._dirty = False
+
+    def _refresh(self) -> None:
+        """Kinematics + gather + copy after a state write. `nonfinite` and
+        `self_contact_substeps` keep the values of the last step."""
+        with wp.ScopedDevice(self.device):
+            self._gather_device()
+        self._download()
+
+    def _read_flags(self) -> None:
+        f = self._flags
+        np.copyto(self.self_contact_substeps, f[:, 0], casting="unsafe")
+        np.not_equal(f[:, 1], 0.0, out=self.nonfinite)
+        bits = f[:, 2].astype(np.int64) & CAPACITY_OVERFLOW
+        over = bits != 0
+        if over.any():
+            rows = np.flatnonzero(over)
+            if self.on_overflow == "terminate":
+                self.nonfinite |= over
+                self.overflow_count += int(rows.size)
+            else:
+                names = [
+                    t.name for t in mjw.OverflowType if t.value & int(np.bitwise_or.reduce(bits))
+                ]
+                names = [nm for nm in names if nm not in ("NONE", "ALL")]
+                d = self._d
+                raise CapacityOverflowError(
+                    f"mjwarp capacity overflow ({', '.join(names)}) in envs "
+                    f"{rows[:10].tolist()}{' ...' if rows.size > 10 else ''} during the last "
+                    f"step: nconmax={self.nconmax} contacts per world (shared pool "
+                    f"{d.naconmax}, last substep: {int(d.nacon.numpy()[0])} contacts, "
+                    f"{int(d.ncollision.numpy()[0])} broadphase pairs), njmax={self.njmax} "
+                    f"constraint rows per world (last substep: up to {int(d.nefc.numpy().max())})."
+                    " Build the backend with larger nconmax/njmax (backend_kwargs), or with "
+                    "on_overflow='terminate'."
+                )
+
+    def _mark(self, t0: float, phase: str) -> float:
+        if not self.profile:
+            return t0
+        wp.synchronize_device(self.device)
+        t1 = time.perf_counter()
+        self.phase_times[phase] += t1 - t0
+        return t1
+
+
+def _foot_geoms(model: mujoco.MjModel) -> np.ndarray:
+    from gym_motion.robots import g1
+
+    return g1.foot_geom_ids(model)
