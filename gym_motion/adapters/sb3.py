@@ -33,6 +33,8 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecEnv
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices
 
+from gym_motion.envs.single import ACTION_BOUND
+
 __all__ = ["SB3VecEnv", "TrackingLogCallback", "TrackingStats", "tracking_terms"]
 
 # Errors logged in mm (the rest keep SI units, named in the key).
@@ -53,6 +55,9 @@ class SB3VecEnv(VecEnv):
     Args:
         vec_env: a `gym_motion.envs.TrackingVecEnv` (or a gymnasium vector wrapper around one)
             created with ``autoreset_mode="SameStep"`` (``AutoresetMode.SAME_STEP``).
+        action_bound: the action space is ``Box(-action_bound, action_bound)`` when the env's is
+            unbounded (SB3 needs finite bounds; its algorithms clip actions to them); default
+            `gym_motion.envs.single.ACTION_BOUND`.
 
     Raises:
         ValueError: the env is in another autoreset mode.
@@ -76,7 +81,7 @@ class SB3VecEnv(VecEnv):
     env's options to the next `reset`.
     """
 
-    def __init__(self, vec_env: gym.vector.VectorEnv):
+    def __init__(self, vec_env: gym.vector.VectorEnv, action_bound: float = ACTION_BOUND):
         mode = getattr(vec_env, "autoreset_mode", None) or vec_env.metadata.get("autoreset_mode")
         if mode is None or AutoresetMode(mode) is not AutoresetMode.SAME_STEP:
             raise ValueError(
@@ -87,7 +92,14 @@ class SB3VecEnv(VecEnv):
             )
         self.venv = vec_env
         n = vec_env.num_envs
-        super().__init__(n, vec_env.single_observation_space, vec_env.single_action_space)
+        action_space = vec_env.single_action_space
+        if isinstance(action_space, gym.spaces.Box) and not (
+            np.isfinite(action_space.low).all() and np.isfinite(action_space.high).all()
+        ):
+            low = np.maximum(action_space.low, -action_bound)
+            high = np.minimum(action_space.high, action_bound)
+            action_space = gym.spaces.Box(low, high, action_space.shape, action_space.dtype)
+        super().__init__(n, vec_env.single_observation_space, action_space)
         self._actions: np.ndarray | None = None
         self._infos: list[dict[str, Any]] = [{} for _ in range(n)]
         self._written: np.ndarray = np.zeros(0, np.int64)
