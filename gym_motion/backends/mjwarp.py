@@ -53,10 +53,11 @@ CAPACITY_OVERFLOW = int(
     | mjw.OverflowType.CCD
     | mjw.OverflowType.CONTACT_MATCH
 )
-# |qpos|, |qvel| above this count as diverged (MuJoCo's mjMAXVAL).
-MAX_VALUE = 1e10
+QVEL_BOUND = 1e4  # |qvel| beyond this (m/s or rad/s) counts as a blow-up, as in MujocoBackend
 SELF_CONTACT_SENSOR = "self_contact"
-SELF_CONTACT_NORMAL_FORCE = 1  # index of the normal force in the sensor's 4 values
+_CONDATA_SIZES = (1, 3, 3, 1, 3, 3, 3)  # contact sensor fields: found, force, torque, dist, ...
+_REDUCE_NETFORCE = 3
+_HINGE, _SLIDE = int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)
 
 
 class CapacityOverflowError(RuntimeError):
@@ -75,14 +76,25 @@ def default_device() -> str:
 @wp.kernel
 def _count_self_contact(
     sensordata: wp.array2d(dtype=float),
-    adr: int,
+    cols: wp.array2d(dtype=int),
+    use_norm: int,
     threshold: float,
     count: wp.array(dtype=int),
 ):
-    """count[w] += 1 where the self-contact sensor's normal force exceeds threshold (N)."""
+    """count[w] += 1 when any slot of the self-contact sensor has a force above threshold (N):
+    the normal component (contact frame), or the norm for a world-frame "netforce" sensor.
+    cols (slots, 3): sensordata columns of each slot's force."""
     w = wp.tid()
-    if sensordata[w, adr] > threshold:
-        count[w] = count[w] + 1
+    hit = wp.int32(0)
+    for k in range(cols.shape[0]):
+        f = sensordata[w, cols[k, 0]]
+        if use_norm != 0:
+            f1 = sensordata[w, cols[k, 1]]
+            f2 = sensordata[w, cols[k, 2]]
+            f = wp.sqrt(f * f + f1 * f1 + f2 * f2)
+        if f > threshold:
+            hit = 1
+    count[w] = count[w] + hit
 
 
 @wp.kernel
@@ -99,7 +111,7 @@ def _gather(
     root_ids: wp.array(dtype=int),
     qpos_adr: wp.array(dtype=int),
     dof_adr: wp.array(dtype=int),
-    max_value: float,
+    qvel_bound: float,
     out: wp.array2d(dtype=float),
 ):
     """Fill one row per world of the state buffer; thread (w, k): body k, joint k - B, flags."""
@@ -126,12 +138,10 @@ def _gather(
     else:
         bad = wp.int32(0)
         for i in range(qpos.shape[1]):
-            x = qpos[w, i]
-            if not wp.isfinite(x) or wp.abs(x) > max_value:
+            if not wp.isfinite(qpos[w, i]):
                 bad = 1
         for i in range(qvel.shape[1]):
-            x = qvel[w, i]
-            if not wp.isfinite(x) or wp.abs(x) > max_value:
+            if not (wp.abs(qvel[w, i]) <= qvel_bound):  # also catches NaN
                 bad = 1
         base = 13 * nb + 2 * nj
         out[w, base] = float(self_contact[w])
@@ -175,11 +185,12 @@ class MjWarpBackend:
             keyframe ``"default"`` when the model has it, else at ``qpos0``.
         num_envs: N worlds.
         body_names: the B bodies whose state `copy_body_state_w` returns, in that order.
-        joint_names: the J hinge joints of the joint state and of the position targets, in that
-            order; each must be driven by exactly one actuator.
+        joint_names: the J hinge/slide joints of the joint state and of the position targets,
+            in that order; J == model.nu and each joint is driven by exactly one actuator.
         decimation: substeps per control step.
-        self_contact_threshold: a substep counts as self contact when the ``"self_contact"``
-            sensor's normal force exceeds this, N (0 substeps when the model has no such sensor).
+        self_contact_threshold: N; a substep counts as self contact when the normal force of the
+            contact sensor ``"self_contact"`` (computed by MuJoCo Warp in every substep) exceeds
+            it. None disables counting and the sensor requirement.
         device: Warp device; default ``"cuda:0"`` when a GPU exists, else ``"cpu"``.
         nconmax: contacts per world (the shared pool holds ``nconmax * N``).
         njmax: constraint rows per world.
@@ -191,8 +202,9 @@ class MjWarpBackend:
         num_envs, body_names, joint_names, physics_dt (s), decimation: as given / from the model.
         device: the Warp device name.
         self_contact_substeps: (N,) int32, substeps of the last step with self contact.
-        nonfinite: (N,) bool, rows whose qpos/qvel became NaN/Inf or exceeded 1e10 during the
-            last step (or overflowed, with ``on_overflow="terminate"``).
+        nonfinite: (N,) bool, rows whose qpos became NaN/Inf or |qvel| exceeded 1e4 (or NaN)
+            during the last step (or that overflowed, with ``on_overflow="terminate"``); such
+            rows hold garbage until `write_state` writes them.
         overflow_count: rows terminated for capacity overflow since construction.
         profile: when True, `step` synchronises between phases and adds their wall times (s) to
             `phase_times` (``upload``, ``physics``, ``gather_copy``); off by default.
@@ -205,7 +217,7 @@ class MjWarpBackend:
         body_names: tuple[str, ...] | list[str],
         joint_names: tuple[str, ...] | list[str],
         decimation: int = 4,
-        self_contact_threshold: float = 10.0,
+        self_contact_threshold: float | None = 10.0,
         device: str | None = None,
         nconmax: int = 35,
         njmax: int = 250,
@@ -226,7 +238,7 @@ class MjWarpBackend:
         self.joint_names = tuple(joint_names)
         self.decimation = int(decimation)
         self.physics_dt = float(model.opt.timestep)
-        self.self_contact_threshold = float(self_contact_threshold)
+        self.self_contact_threshold = self_contact_threshold
         self.nconmax, self.njmax = int(nconmax), int(njmax)
         self.on_overflow = on_overflow
         self.overflow_count = 0
@@ -236,13 +248,11 @@ class MjWarpBackend:
 
         body_ids, root_ids, qpos_adr, dof_adr, act_ids = self._resolve_names(model)
         self._act_ids = act_ids
-        self._act_identity = np.array_equal(act_ids, np.arange(model.nu)) and len(act_ids) == (
-            model.nu
-        )
-        sensor = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SENSOR, SELF_CONTACT_SENSOR)
-        self._contact_adr = (
-            -1 if sensor < 0 else int(model.sensor_adr[sensor]) + SELF_CONTACT_NORMAL_FORCE
-        )
+        self._act_identity = np.array_equal(act_ids, np.arange(model.nu))
+        cols, self._contact_norm = np.zeros((0, 3), np.int32), False
+        if self_contact_threshold is not None:
+            cols, self._contact_norm = _self_contact_columns(model)
+        self._closed = False
 
         data = mujoco.MjData(model)
         key = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, "default")
@@ -262,6 +272,7 @@ class MjWarpBackend:
             self._root_ids = wp.array(root_ids, dtype=int)
             self._qpos_adr = wp.array(qpos_adr, dtype=int)
             self._dof_adr = wp.array(dof_adr, dtype=int)
+            self._contact_cols = wp.array(cols, dtype=int)
             self._self_contact = wp.zeros(n, dtype=int)
             self._state_dev = wp.zeros((n, self._stride), dtype=float)
             self._ids_dev = wp.zeros(n, dtype=int)
@@ -278,7 +289,12 @@ class MjWarpBackend:
         wp.copy(self._d.ctrl, self._ctrl_host)
 
         # Per-world randomised model fields: host mirrors, uploaded whole after an edit.
-        self._foot_geoms = _foot_geoms(model)
+        ankle = [i for i in range(model.nbody) if model.body(i).name.endswith("ankle_roll_link")]
+        self._foot_geoms = np.flatnonzero(
+            np.isin(model.geom_bodyid, ankle)
+            & (model.geom_condim == 3)
+            & ((model.geom_contype != 0) | (model.geom_conaffinity != 0))
+        )
         self._friction_np = self._m.geom_friction.numpy()
         self._ipos_np = self._m.body_ipos.numpy()
         self._ipos_nominal = model.body_ipos.astype(np.float32)
@@ -310,6 +326,7 @@ class MjWarpBackend:
             CapacityOverflowError: with ``on_overflow="raise"``, a world needed more contacts or
                 constraint rows than ``nconmax`` / ``njmax``; the message names the envs.
         """
+        self._check_open()
         targets = np.asarray(joint_pos_target)
         if targets.shape != (self.num_envs, self._nj):
             raise ValueError(
@@ -345,6 +362,7 @@ class MjWarpBackend:
 
     def copy_body_state_w(self, out: BodyState) -> None:
         """Fill `out` in place (float32 arrays as in `BodyState`) with the current state."""
+        self._check_open()
         if self._dirty:
             self._refresh()
         v = self._views
@@ -365,9 +383,10 @@ class MjWarpBackend:
         unchanged qpos/qvel (identical values), which costs less than a masked launch would save.
 
         Raises:
-            ValueError: mismatched shapes, or ids outside [0, N).
+            ValueError: mismatched shapes, or ids outside [0, N) (a (N,) bool mask also works).
         """
-        ids = np.asarray(env_ids, dtype=np.int64).reshape(-1)
+        self._check_open()
+        ids = self._rows(env_ids)
         m, nq, nv = ids.size, self._mjm.nq, self._mjm.nv
         qpos, qvel = np.asarray(qpos), np.asarray(qvel)
         if qpos.shape != (m, nq) or qvel.shape != (m, nv):
@@ -377,8 +396,6 @@ class MjWarpBackend:
             )
         if m == 0:
             return
-        if ids.min() < 0 or ids.max() >= self.num_envs:
-            raise ValueError(f"env ids must lie in [0, {self.num_envs}), got {ids}")
         self._ids_host.numpy()[:m] = ids
         self._qpos_host.numpy()[: m * nq] = qpos.reshape(-1)
         self._qvel_host.numpy()[: m * nv] = qvel.reshape(-1)
@@ -401,7 +418,8 @@ class MjWarpBackend:
 
         The feet (priority 1) decide the friction of their floor contacts, as in MuJoCo.
         """
-        ids = np.asarray(env_ids).reshape(-1)
+        self._check_open()
+        ids = self._rows(env_ids)
         mu = np.asarray(friction, np.float32).reshape(-1)
         if mu.shape != ids.shape:
             raise ValueError(f"friction must have shape ({ids.size},), got {np.shape(friction)}")
@@ -413,43 +431,46 @@ class MjWarpBackend:
         worlds `env_ids` (per-world ``body_ipos``).
 
         Raises:
-            KeyError: unknown body. ValueError: offset of the wrong shape.
+            ValueError: unknown body, bad ids, or an offset of the wrong shape.
         """
-        ids = np.asarray(env_ids).reshape(-1)
+        self._check_open()
+        ids = self._rows(env_ids)
         off = np.asarray(offset, np.float32)
         if off.shape != (ids.size, 3):
             raise ValueError(f"offset must have shape ({ids.size}, 3), got {off.shape}")
-        bid = self._mjm.body(body).id
+        bid = mujoco.mj_name2id(self._mjm, mujoco.mjtObj.mjOBJ_BODY, body)
+        if bid < 0:
+            raise ValueError(f"no body named {body!r} in the model")
         self._ipos_np[ids, bid] = self._ipos_nominal[bid] + off
         self._m.body_ipos.assign(self._ipos_np)
 
     def close(self) -> None:
-        """Drop the device model, data and graph (memory returns to Warp's allocator)."""
+        """Drop the device model, data and graph (memory returns to Warp's allocator);
+        idempotent."""
+        self._closed = True
         self._graph = None
         self._m = self._d = None
 
     # ------------------------------------------------------------------ internals
     def _resolve_names(self, model: mujoco.MjModel):
-        bodies, joints = [], []
-        missing = []
-        for nm in self.body_names:
-            try:
-                bodies.append(model.body(nm).id)
-            except KeyError:
-                missing.append(nm)
-        for nm in self.joint_names:
-            try:
-                joints.append(model.joint(nm).id)
-            except KeyError:
-                missing.append(nm)
-        if missing:
-            raise KeyError(f"names not in the model: {missing}")
-        joints = np.array(joints)
-        hinge = model.jnt_type[joints] == mujoco.mjtJoint.mjJNT_HINGE
-        if not hinge.all():
-            raise ValueError(f"not hinge joints: {np.array(self.joint_names)[~hinge].tolist()}")
+        def ident(objtype: mujoco.mjtObj, name: str) -> int:
+            i = mujoco.mj_name2id(model, objtype, name)
+            if i < 0:
+                kind = objtype.name.removeprefix("mjOBJ_").lower()
+                raise ValueError(f"no {kind} named {name!r} in the model")
+            return i
+
+        if model.nu != len(self.joint_names):
+            raise ValueError(
+                f"model has {model.nu} actuators but {len(self.joint_names)} joint names were "
+                "given; expected one position actuator per joint"
+            )
+        bodies = np.array([ident(mujoco.mjtObj.mjOBJ_BODY, nm) for nm in self.body_names])
+        joints = np.array([ident(mujoco.mjtObj.mjOBJ_JOINT, nm) for nm in self.joint_names])
         act_ids = []
         for jid, nm in zip(joints, self.joint_names, strict=True):
+            if int(model.jnt_type[jid]) not in (_HINGE, _SLIDE):
+                raise ValueError(f"joint {nm!r} is not a hinge or slide joint")
             acts = np.flatnonzero(
                 (model.actuator_trntype == mujoco.mjtTrn.mjTRN_JOINT)
                 & (model.actuator_trnid[:, 0] == jid)
@@ -457,7 +478,6 @@ class MjWarpBackend:
             if acts.size != 1:
                 raise ValueError(f"joint {nm!r} has {acts.size} actuators, expected 1")
             act_ids.append(int(acts[0]))
-        bodies = np.array(bodies)
         return (
             bodies,
             model.body_rootid[bodies],
@@ -466,6 +486,22 @@ class MjWarpBackend:
             np.array(act_ids),
         )
 
+    def _rows(self, env_ids: np.ndarray) -> np.ndarray:
+        """Row indices (M,) int64 from ids or a (N,) bool mask; raises ValueError if invalid."""
+        ids = np.asarray(env_ids)
+        if ids.dtype == bool:
+            if ids.shape != (self.num_envs,):
+                raise ValueError(f"a boolean env mask must have shape ({self.num_envs},)")
+            return np.flatnonzero(ids)
+        ids = ids.astype(np.int64, copy=False).reshape(-1)
+        if ids.size and (ids.min() < 0 or ids.max() >= self.num_envs):
+            raise ValueError(f"env_ids must be in [0, {self.num_envs})")
+        return ids
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("MjWarpBackend is closed")
+
     def _physics(self) -> None:
         """The substep loop (captured on CUDA): clear flags, step, count self contact."""
         d = self._d
@@ -473,11 +509,16 @@ class MjWarpBackend:
         self._self_contact.zero_()
         for _ in range(self.decimation):
             mjw.step(self._m, d)
-            if self._contact_adr >= 0:
+            if self.self_contact_threshold is not None:
                 wp.launch(
                     _count_self_contact,
                     dim=self.num_envs,
-                    inputs=[d.sensordata, self._contact_adr, self.self_contact_threshold],
+                    inputs=[
+                        d.sensordata,
+                        self._contact_cols,
+                        int(self._contact_norm),
+                        float(self.self_contact_threshold),
+                    ],
                     outputs=[self._self_contact],
                 )
 
@@ -503,7 +544,7 @@ class MjWarpBackend:
                 self._root_ids,
                 self._qpos_adr,
                 self._dof_adr,
-                MAX_VALUE,
+                QVEL_BOUND,
             ],
             outputs=[self._state_dev],
         )
@@ -557,7 +598,21 @@ class MjWarpBackend:
         return t1
 
 
-def _foot_geoms(model: mujoco.MjModel) -> np.ndarray:
-    from gym_motion.robots import g1
-
-    return g1.foot_geom_ids(model)
+def _self_contact_columns(model: mujoco.MjModel) -> tuple[np.ndarray, bool]:
+    """Sensordata columns (slots, 3) of the forces of the ``"self_contact"`` contact sensor, and
+    whether they are world-frame net forces (compare their norm) rather than contact-frame
+    forces (compare the normal component). Same reading as `MujocoBackend`."""
+    sid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SENSOR, SELF_CONTACT_SENSOR)
+    if sid < 0 or model.sensor_type[sid] != mujoco.mjtSensor.mjSENS_CONTACT:
+        raise ValueError(
+            f"the model has no contact sensor named {SELF_CONTACT_SENSOR!r} (g1.load_model adds "
+            "it); pass self_contact_threshold=None to disable self-contact counting"
+        )
+    dataspec, reduce = int(model.sensor_intprm[sid, 0]), int(model.sensor_intprm[sid, 1])
+    if not dataspec & 0b10:
+        raise ValueError(f"sensor {SELF_CONTACT_SENSOR!r} must report data='force'")
+    slot = sum(size for bit, size in enumerate(_CONDATA_SIZES) if dataspec >> bit & 1)
+    force_off = _CONDATA_SIZES[0] if dataspec & 1 else 0
+    adr, dim = int(model.sensor_adr[sid]), int(model.sensor_dim[sid])
+    starts = adr + force_off + slot * np.arange(dim // slot)
+    return (starts[:, None] + np.arange(3)[None, :]).astype(np.int32), reduce == _REDUCE_NETFORCE
