@@ -1,0 +1,636 @@
+"""Official MuJoCo on CPU threads: `MujocoBackend`, N envs of one model in a `mujoco.batch.Batch`.
+
+Design (chosen by measurement, G1 29-DoF, decimation 4, 2 cores, default targets from the
+keyframe, robots standing then falling; env-steps/s, best of interleaved repeats):
+
+=====================================================  ==========  =========
+option                                                   N = 1024   N = 4096
+=====================================================  ==========  =========
+physics-only limit: ``mujoco.rollout.Rollout``             9000       8700
+(a) ``mujoco.rollout`` + FK of the final state (numba)     9000*        -
+(b) Python thread pool, one MjData per env
+    (``mj_step2``/``mj_step1`` pairs, GIL released)        7500         -
+(c) ``mujoco.batch.Batch``, 1 call, ``stage=VEL``          8300         -
+(c) ``Batch``, 4 calls of 1 substep (per-substep flags)    6100         -
+(c) ``Batch.rollout(4)`` + ``forward(stage=VEL)``          7600         -
+(c) ``Batch.rollout(4)`` + FK of the final state (numba)   9300       8600
+=====================================================  ==========  =========
+
+(* no warm start carried across calls, so not the same trajectories as ``mj_step``.)
+The chosen path is the last row: one ``Batch.rollout(decimation)`` call per control step (the
+batch's native threads, GIL released, state rows hold qpos, qvel, ctrl and the solver warm start,
+bit-identical to ``mj_step`` on one MjData per env at any thread count), recording the
+``self_contact`` sensor after every substep; body poses and velocities are then computed from the
+fresh qpos/qvel by a Numba forward-kinematics kernel (MuJoCo's own derived fields lag one substep
+behind the state after ``mj_step``, and recomputing them in MuJoCo costs ~10 % of the physics).
+
+Per-env model fields for domain randomisation use ``Batch.expand`` (lazily, on first use): a
+(N, ngeom, 3) ``geom_friction`` table and a (N, nbody, 3) ``body_ipos`` table, 8 bytes a value;
+no per-env MjModel copies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import mujoco
+import mujoco.batch
+import numba as nb
+import numpy as np
+
+from gym_motion.backends.base import BodyState
+from gym_motion.backends.threads import (
+    apply_numba_threads,
+    pin_threads,
+    resolve_thread_budget,
+    thread_ids,
+)
+
+__all__ = ["MujocoBackend", "add_self_contact_sensor", "SELF_CONTACT_SENSOR"]
+
+SELF_CONTACT_SENSOR = "self_contact"
+QVEL_BOUND = 1e4  # |qvel| beyond this (m/s or rad/s) counts as a blow-up
+_BAD_WARNINGS = (
+    int(mujoco.mjtWarning.mjWARN_BADQPOS),
+    int(mujoco.mjtWarning.mjWARN_BADQVEL),
+    int(mujoco.mjtWarning.mjWARN_BADQACC),
+)
+# mjtConDataType bits of a contact sensor, in output order, with their sizes
+_CONDATA_SIZES = (1, 3, 3, 1, 3, 3, 3)  # found, force, torque, dist, pos, normal, tangent
+_REDUCE_NETFORCE = 3
+_HINGE, _SLIDE = int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)
+
+
+def add_self_contact_sensor(
+    spec: mujoco.MjSpec, root_body: str = "pelvis", name: str = SELF_CONTACT_SENSOR
+) -> mujoco.MjsSensor:
+    """Add the robot-robot contact sensor `MujocoBackend` reads (to an MjSpec, before compile).
+
+    The sensor reports, per substep, the 3D force (contact frame: normal first, N) of the
+    strongest contact with both geoms in the subtree of `root_body` (``data="force"``,
+    ``reduce="maxforce"``, ``num=1``); zero when there is none.
+    """
+    sensor = spec.add_sensor(
+        name=name,
+        type=mujoco.mjtSensor.mjSENS_CONTACT,
+        objtype=mujoco.mjtObj.mjOBJ_XBODY,  # subtree1
+        objname=root_body,
+        reftype=mujoco.mjtObj.mjOBJ_XBODY,  # subtree2
+        refname=root_body,
+    )
+    sensor.intprm[0] = 1 << 1  # data: force
+    sensor.intprm[1] = 2  # reduce: maxforce
+    sensor.intprm[2] = 1  # num: one slot
+    return sensor
+
+
+# --------------------------------------------------------------------------------------------
+# Numba kernels
+# --------------------------------------------------------------------------------------------
+
+
+@nb.njit(cache=True, inline="always")
+def _quat_mul(a0, a1, a2, a3, b0, b1, b2, b3):
+    return (
+        a0 * b0 - a1 * b1 - a2 * b2 - a3 * b3,
+        a0 * b1 + a1 * b0 + a2 * b3 - a3 * b2,
+        a0 * b2 - a1 * b3 + a2 * b0 + a3 * b1,
+        a0 * b3 + a1 * b2 - a2 * b1 + a3 * b0,
+    )
+
+
+@nb.njit(cache=True, inline="always")
+def _quat_rot(q0, q1, q2, q3, v0, v1, v2):
+    # v + 2 w (u x v) + 2 u x (u x v), u = (q1, q2, q3), w = q0
+    t0 = 2.0 * (q2 * v2 - q3 * v1)
+    t1 = 2.0 * (q3 * v0 - q1 * v2)
+    t2 = 2.0 * (q1 * v1 - q2 * v0)
+    return (
+        v0 + q0 * t0 + (q2 * t2 - q3 * t1),
+        v1 + q0 * t1 + (q3 * t0 - q1 * t2),
+        v2 + q0 * t2 + (q1 * t1 - q2 * t0),
+    )
+
+
+@nb.njit(cache=True, parallel=True)
+def _body_state_kernel(
+    qpos,
+    qvel,
+    parent,
+    body_pos,
+    body_quat,
+    body_jntadr,
+    body_jntnum,
+    jnt_type,
+    jnt_qposadr,
+    jnt_dofadr,
+    jnt_pos,
+    jnt_axis,
+    qpos0,
+    bodies,
+    joint_qadr,
+    joint_dadr,
+    pos_out,
+    quat_out,
+    lin_out,
+    ang_out,
+    jpos_out,
+    jvel_out,
+):
+    """Forward kinematics and body-origin velocities of every env, as mj_kinematics + comVel.
+
+    qpos (N, nq), qvel (N, nv) float64 (any strides); model tables as in MjModel; bodies (B,),
+    joint_qadr/joint_dadr (J,) int. Outputs (float32): pos (N,B,3), quat wxyz (N,B,4),
+    lin vel of body origin (N,B,3) and ang vel (N,B,3), world frame; joint pos/vel (N,J).
+    """
+    n = qpos.shape[0]
+    nbody = parent.shape[0]
+    for e in nb.prange(n):
+        xp = np.zeros((nbody, 3))
+        xq = np.zeros((nbody, 4))
+        w = np.zeros((nbody, 3))
+        v = np.zeros((nbody, 3))
+        xq[0, 0] = 1.0
+        # joint anchors / axes of the body being processed (at most 8 joints per body here)
+        anc = np.empty((8, 3))
+        axs = np.empty((8, 3))
+        for i in range(1, nbody):
+            p = parent[i]
+            pq0, pq1, pq2, pq3 = xq[p, 0], xq[p, 1], xq[p, 2], xq[p, 3]
+            r0, r1, r2 = _quat_rot(
+                pq0, pq1, pq2, pq3, body_pos[i, 0], body_pos[i, 1], body_pos[i, 2]
+            )
+            px, py, pz = xp[p, 0] + r0, xp[p, 1] + r1, xp[p, 2] + r2
+            q0, q1, q2, q3 = _quat_mul(
+                pq0,
+                pq1,
+                pq2,
+                pq3,
+                body_quat[i, 0],
+                body_quat[i, 1],
+                body_quat[i, 2],
+                body_quat[i, 3],
+            )
+            j0 = body_jntadr[i]
+            nj = body_jntnum[i]
+            for k in range(nj):
+                j = j0 + k
+                t = jnt_type[j]
+                a = jnt_qposadr[j]
+                if t == 0:  # free
+                    px, py, pz = qpos[e, a], qpos[e, a + 1], qpos[e, a + 2]
+                    q0, q1, q2, q3 = qpos[e, a + 3], qpos[e, a + 4], qpos[e, a + 5], qpos[e, a + 6]
+                    nrm = np.sqrt(q0 * q0 + q1 * q1 + q2 * q2 + q3 * q3)
+                    if nrm > 1e-15:
+                        q0, q1, q2, q3 = q0 / nrm, q1 / nrm, q2 / nrm, q3 / nrm
+                    anc[k, 0], anc[k, 1], anc[k, 2] = px, py, pz
+                    axs[k, 0], axs[k, 1], axs[k, 2] = 0.0, 0.0, 1.0
+                    continue
+                a0, a1, a2 = _quat_rot(q0, q1, q2, q3, jnt_pos[j, 0], jnt_pos[j, 1], jnt_pos[j, 2])
+                ax0, ax1, ax2 = _quat_rot(
+                    q0, q1, q2, q3, jnt_axis[j, 0], jnt_axis[j, 1], jnt_axis[j, 2]
+                )
+                anc[k, 0], anc[k, 1], anc[k, 2] = a0 + px, a1 + py, a2 + pz
+                axs[k, 0], axs[k, 1], axs[k, 2] = ax0, ax1, ax2
+                if t == 2:  # slide
+                    d = qpos[e, a] - qpos0[a]
+                    px, py, pz = px + ax0 * d, py + ax1 * d, pz + ax2 * d
+                    continue
+                if t == 1:  # ball
+                    l0, l1, l2, l3 = qpos[e, a], qpos[e, a + 1], qpos[e, a + 2], qpos[e, a + 3]
+                    nrm = np.sqrt(l0 * l0 + l1 * l1 + l2 * l2 + l3 * l3)
+                    if nrm > 1e-15:
+                        l0, l1, l2, l3 = l0 / nrm, l1 / nrm, l2 / nrm, l3 / nrm
+                else:  # hinge
+                    half = 0.5 * (qpos[e, a] - qpos0[a])
+                    s = np.sin(half)
+                    l0, l1, l2, l3 = (
+                        np.cos(half),
+                        jnt_axis[j, 0] * s,
+                        jnt_axis[j, 1] * s,
+                        jnt_axis[j, 2] * s,
+                    )
+                q0, q1, q2, q3 = _quat_mul(q0, q1, q2, q3, l0, l1, l2, l3)
+                b0, b1, b2 = _quat_rot(q0, q1, q2, q3, jnt_pos[j, 0], jnt_pos[j, 1], jnt_pos[j, 2])
+                px, py, pz = anc[k, 0] - b0, anc[k, 1] - b1, anc[k, 2] - b2
+            nrm = np.sqrt(q0 * q0 + q1 * q1 + q2 * q2 + q3 * q3)
+            q0, q1, q2, q3 = q0 / nrm, q1 / nrm, q2 / nrm, q3 / nrm
+            xp[i, 0], xp[i, 1], xp[i, 2] = px, py, pz
+            xq[i, 0], xq[i, 1], xq[i, 2], xq[i, 3] = q0, q1, q2, q3
+            # velocities of the body origin: parent's rigid motion plus each joint's
+            wx, wy, wz = w[p, 0], w[p, 1], w[p, 2]
+            dx, dy, dz = px - xp[p, 0], py - xp[p, 1], pz - xp[p, 2]
+            vx = v[p, 0] + wy * dz - wz * dy
+            vy = v[p, 1] + wz * dx - wx * dz
+            vz = v[p, 2] + wx * dy - wy * dx
+            for k in range(nj):
+                j = j0 + k
+                t = jnt_type[j]
+                dof = jnt_dofadr[j]
+                if t == 0:  # free: linear dofs world frame, angular dofs body frame
+                    vx += qvel[e, dof]
+                    vy += qvel[e, dof + 1]
+                    vz += qvel[e, dof + 2]
+                    c0, c1, c2 = _quat_rot(
+                        q0, q1, q2, q3, qvel[e, dof + 3], qvel[e, dof + 4], qvel[e, dof + 5]
+                    )
+                    wx, wy, wz = wx + c0, wy + c1, wz + c2
+                    continue
+                if t == 2:  # slide
+                    qd = qvel[e, dof]
+                    vx += axs[k, 0] * qd
+                    vy += axs[k, 1] * qd
+                    vz += axs[k, 2] * qd
+                    continue
+                if t == 1:  # ball: angular dofs in the body frame
+                    c0, c1, c2 = _quat_rot(
+                        q0, q1, q2, q3, qvel[e, dof], qvel[e, dof + 1], qvel[e, dof + 2]
+                    )
+                else:
+                    qd = qvel[e, dof]
+                    c0, c1, c2 = axs[k, 0] * qd, axs[k, 1] * qd, axs[k, 2] * qd
+                rx, ry, rz = px - anc[k, 0], py - anc[k, 1], pz - anc[k, 2]
+                vx += c1 * rz - c2 * ry
+                vy += c2 * rx - c0 * rz
+                vz += c0 * ry - c1 * rx
+                wx, wy, wz = wx + c0, wy + c1, wz + c2
+            w[i, 0], w[i, 1], w[i, 2] = wx, wy, wz
+            v[i, 0], v[i, 1], v[i, 2] = vx, vy, vz
+        for b in range(bodies.shape[0]):
+            i = bodies[b]
+            for c in range(3):
+                pos_out[e, b, c] = xp[i, c]
+                lin_out[e, b, c] = v[i, c]
+                ang_out[e, b, c] = w[i, c]
+            for c in range(4):
+                quat_out[e, b, c] = xq[i, c]
+        for k in range(joint_qadr.shape[0]):
+            jpos_out[e, k] = qpos[e, joint_qadr[k]]
+            jvel_out[e, k] = qvel[e, joint_dadr[k]]
+
+
+@nb.njit(cache=True, parallel=True)
+def _post_step_kernel(
+    qpos, qvel, warning, bad_warnings, failed, sens, cols, use_norm, threshold, vmax,
+    nonfinite, counts,
+):  # fmt: skip
+    """Per env: nonfinite flag and the number of substeps with a self-contact force > threshold.
+
+    qpos (N, nq), qvel (N, nv); warning (N, nwarn, 2) int32; failed (N,) bool (MuJoCo errors);
+    sens (N, S, nsensordata) per substep; cols (slots, 3) sensordata columns of each slot's force;
+    use_norm: compare the force norm (global-frame netforce) instead of its normal component.
+    """
+    n = qpos.shape[0]
+    for e in nb.prange(n):
+        bad = failed[e]
+        for k in range(bad_warnings.shape[0]):
+            if warning[e, bad_warnings[k], 1] != 0:
+                bad = True
+        if not bad:
+            for k in range(qpos.shape[1]):
+                x = qpos[e, k]
+                if not (abs(x) < np.inf):
+                    bad = True
+                    break
+        if not bad:
+            for k in range(qvel.shape[1]):
+                if not (abs(qvel[e, k]) <= vmax):
+                    bad = True
+                    break
+        nonfinite[e] = bad
+        c = 0
+        for s in range(sens.shape[1]):
+            hit = False
+            for slot in range(cols.shape[0]):
+                f0 = sens[e, s, cols[slot, 0]]
+                if use_norm:
+                    f1 = sens[e, s, cols[slot, 1]]
+                    f2 = sens[e, s, cols[slot, 2]]
+                    f = np.sqrt(f0 * f0 + f1 * f1 + f2 * f2)
+                else:
+                    f = f0
+                if f > threshold:
+                    hit = True
+            if hit:
+                c += 1
+        counts[e] = c
+
+
+# --------------------------------------------------------------------------------------------
+# Backend
+# --------------------------------------------------------------------------------------------
+
+
+class MujocoBackend:
+    """N envs of one MuJoCo model stepped by the official C engine on native threads.
+
+    Args:
+        model: the robot model (e.g. ``gym_motion.robots.g1.load_model()``): one position
+            actuator per bound joint, in `joint_names` order, and a contact sensor named
+            ``"self_contact"`` (see `add_self_contact_sensor`) unless
+            ``self_contact_threshold`` is None. Copied; the caller's model is not modified.
+        num_envs: N.
+        body_names: the B bodies whose state `copy_body_state_w` fills, in that order.
+        joint_names: the J hinge/slide joints of `BodyState.joint_pos`; J == model.nu.
+        decimation: physics substeps per `step`.
+        num_threads: physics threads (None: every CPU of the block); never more than CPUs.
+        cpu_ids: pin physics threads (and size Numba) to these CPUs (Linux; else a warning).
+        self_contact_threshold: N; a substep counts as self-contact when the sensor's normal
+            force exceeds it. None disables counting (and the sensor requirement).
+
+    Attributes (beyond `SimBackend`'s):
+        model: the backend's copy of the model. num_threads: physics threads in use.
+        nq, nv, nu: sizes. thread_budget: the resolved `ThreadBudget`.
+    """
+
+    def __init__(
+        self,
+        model: mujoco.MjModel,
+        num_envs: int,
+        body_names: Sequence[str],
+        joint_names: Sequence[str],
+        decimation: int = 4,
+        num_threads: int | None = None,
+        cpu_ids: Sequence[int] | None = None,
+        self_contact_threshold: float | None = 10.0,
+    ) -> None:
+        if not isinstance(model, mujoco.MjModel):
+            raise TypeError(f"model must be a mujoco.MjModel, got {type(model).__name__}")
+        if num_envs < 1:
+            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        if decimation < 1:
+            raise ValueError(f"decimation must be >= 1, got {decimation}")
+        self.model = model = model.__copy__()
+        self.num_envs = int(num_envs)
+        self.decimation = int(decimation)
+        self.physics_dt = float(model.opt.timestep)
+        self.body_names = tuple(body_names)
+        self.joint_names = tuple(joint_names)
+        self.nq, self.nv, self.nu = model.nq, model.nv, model.nu
+        if model.nu != len(self.joint_names):
+            raise ValueError(
+                f"model has {model.nu} actuators but {len(self.joint_names)} joint names were "
+                "given; expected one position actuator per joint, in joint order"
+            )
+
+        self._bodies = np.array(
+            [self._id(mujoco.mjtObj.mjOBJ_BODY, b) for b in body_names], np.int64
+        )
+        jids = [self._id(mujoco.mjtObj.mjOBJ_JOINT, j) for j in joint_names]
+        for name, jid in zip(self.joint_names, jids, strict=True):
+            if int(model.jnt_type[jid]) not in (_HINGE, _SLIDE):
+                raise ValueError(f"joint {name!r} is not a hinge or slide joint")
+        self._joint_qadr = model.jnt_qposadr[jids].astype(np.int64)
+        self._joint_dadr = model.jnt_dofadr[jids].astype(np.int64)
+        if np.any(model.body_jntnum > 8):
+            raise ValueError("bodies with more than 8 joints are not supported")
+
+        # model tables of the kinematics kernel (body_pos/body_quat are not randomised)
+        m = model
+        self._kin = (
+            m.body_parentid.astype(np.int64),
+            m.body_pos.copy(),
+            m.body_quat.copy(),
+            m.body_jntadr.astype(np.int64),
+            m.body_jntnum.astype(np.int64),
+            m.jnt_type.astype(np.int64),
+            m.jnt_qposadr.astype(np.int64),
+            m.jnt_dofadr.astype(np.int64),
+            m.jnt_pos.copy(),
+            m.jnt_axis.copy(),
+            m.qpos0.copy(),
+        )
+
+        # self-contact sensor columns
+        self.self_contact_threshold = self_contact_threshold
+        self._contact_cols = np.zeros((0, 3), np.int64)
+        self._contact_norm = False
+        if self_contact_threshold is not None:
+            self._contact_cols, self._contact_norm = self._self_contact_columns(model)
+
+        # foot geoms: condim-3 collision geoms on ankle_roll bodies
+        ankle = [i for i in range(m.nbody) if (m.body(i).name or "").endswith("ankle_roll_link")]
+        self._foot_geoms = np.flatnonzero(
+            np.isin(m.geom_bodyid, ankle)
+            & (m.geom_condim == 3)
+            & ((m.geom_contype != 0) | (m.geom_conaffinity != 0))
+        )
+
+        # threads: one budget, then the pool
+        self.thread_budget = budget = resolve_thread_budget(num_threads, cpu_ids)
+        self.num_threads = budget.physics_threads
+        if budget.pinned:
+            pin_threads({0}, budget.cpus)  # the caller works in the pool; later threads inherit
+        apply_numba_threads(budget)
+        before = thread_ids()
+        # nthread includes the calling thread; 1 means no pool
+        self._batch = mujoco.batch.Batch(model, self.num_envs, self.num_threads)
+        if budget.pinned:
+            pin_threads(thread_ids() - before, budget.cpus)
+
+        b = self._batch
+        key = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, "default")
+        b.reset(keyframe=key if key >= 0 else -1, stage=mujoco.mjtStage.mjSTAGE_NONE.value)
+        self._qpos = b.bind("qpos")  # (N, nq) live views of the state rows
+        self._qvel = b.bind("qvel")
+        self._ctrl = b.bind("ctrl")
+        self._warm = b.bind("qacc_warmstart")
+        self._act = b.bind("act") if model.na else None
+        self._warning = b.warning  # (N, nwarning, 2) int32, zeroed before each call
+        self._sens = np.zeros((self.num_envs, self.decimation, model.nsensordata))
+        self._record = {"sensordata": self._sens}
+        self._failed = np.zeros(self.num_envs, bool)
+        self._bad_warnings = np.array(_BAD_WARNINGS, np.int64)
+        self.nonfinite = np.zeros(self.num_envs, bool)
+        self.self_contact_substeps = np.zeros(self.num_envs, np.int32)
+        self._friction = None
+        self._ipos = None
+        self._ipos_nominal = model.body_ipos.copy()
+        self._closed = False
+
+    # ---------------------------------------------------------------------------------------
+
+    def _id(self, objtype: mujoco.mjtObj, name: str) -> int:
+        i = mujoco.mj_name2id(self.model, objtype, name)
+        if i < 0:
+            kind = objtype.name.removeprefix("mjOBJ_").lower()
+            raise ValueError(f"no {kind} named {name!r} in the model")
+        return i
+
+    @staticmethod
+    def _self_contact_columns(model: mujoco.MjModel) -> tuple[np.ndarray, bool]:
+        sid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SENSOR, SELF_CONTACT_SENSOR)
+        if sid < 0 or int(model.sensor_type[sid]) != int(mujoco.mjtSensor.mjSENS_CONTACT):
+            raise ValueError(
+                f"the model has no contact sensor named {SELF_CONTACT_SENSOR!r}: add one with "
+                "gym_motion.backends.mujoco.add_self_contact_sensor(spec) before compiling, or "
+                "pass self_contact_threshold=None to disable self-contact counting"
+            )
+        dataspec, reduce = int(model.sensor_intprm[sid, 0]), int(model.sensor_intprm[sid, 1])
+        if not dataspec & 0b10:
+            raise ValueError(f"sensor {SELF_CONTACT_SENSOR!r} must report data='force'")
+        slot = sum(s for bit, s in enumerate(_CONDATA_SIZES) if dataspec >> bit & 1)
+        force_off = _CONDATA_SIZES[0] if dataspec & 1 else 0
+        adr, dim = int(model.sensor_adr[sid]), int(model.sensor_dim[sid])
+        starts = adr + force_off + slot * np.arange(dim // slot)
+        cols = starts[:, None] + np.arange(3)[None, :]
+        return cols.astype(np.int64), reduce == _REDUCE_NETFORCE
+
+    def _rows(self, env_ids: np.ndarray) -> np.ndarray:
+        ids = np.asarray(env_ids)
+        if ids.dtype == bool:
+            if ids.shape != (self.num_envs,):
+                raise ValueError(f"a boolean env mask must have shape ({self.num_envs},)")
+            return np.flatnonzero(ids)
+        ids = ids.astype(np.int64, copy=False).reshape(-1)
+        if ids.size and (ids.min() < 0 or ids.max() >= self.num_envs):
+            raise ValueError(f"env_ids must be in [0, {self.num_envs})")
+        return ids
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("MujocoBackend is closed")
+
+    # ---------------------------------------------------------------------------------------
+    # SimBackend
+
+    def step(self, joint_pos_target: np.ndarray) -> None:
+        """Advance every env `decimation` substeps holding position targets (N, J) rad.
+
+        Afterwards `self_contact_substeps` (N,) int32 and `nonfinite` (N,) bool describe the
+        step. A row whose state blew up (NaN/Inf, |qvel| > 1e4, MuJoCo's bad-qpos/qvel/qacc
+        warnings, or a MuJoCo error) is flagged and stops stepping; MuJoCo may have reset it to
+        the model's qpos0. It is never an exception.
+        """
+        self._check_open()
+        target = np.asarray(joint_pos_target)
+        if target.shape != (self.num_envs, self.nu):
+            raise ValueError(
+                f"joint_pos_target must have shape ({self.num_envs}, {self.nu}), got {target.shape}"
+            )
+        self._ctrl[...] = target
+        self._warning[...] = 0
+        self._failed[:] = False
+        try:
+            self._batch.rollout(self.decimation, record=("sensordata",), out=self._record)
+        except mujoco.batch.SimulationError as err:  # those rows kept their pre-step state
+            self._failed[err.ids] = True
+        _post_step_kernel(
+            self._qpos,
+            self._qvel,
+            self._warning,
+            self._bad_warnings,
+            self._failed,
+            self._sens,
+            self._contact_cols,
+            self._contact_norm,
+            -np.inf if self.self_contact_threshold is None else float(self.self_contact_threshold),
+            QVEL_BOUND,
+            self.nonfinite,
+            self.self_contact_substeps,
+        )
+
+    def copy_body_state_w(self, out: BodyState) -> None:
+        """Fill `out` (float32, world frame) from the current qpos/qvel of every env.
+
+        Kinematics are computed from the state itself (as mj_kinematics + mj_comVel would), so
+        they are fresh after `step` and after `write_state` alike. lin_vel_w is the velocity of
+        each body frame origin (not of its centre of mass).
+        """
+        self._check_open()
+        _body_state_kernel(
+            self._qpos,
+            self._qvel,
+            *self._kin,
+            self._bodies,
+            self._joint_qadr,
+            self._joint_dadr,
+            out.pos_w,
+            out.quat_w,
+            out.lin_vel_w,
+            out.ang_vel_w,
+            out.joint_pos,
+            out.joint_vel,
+        )
+
+    def write_state(self, env_ids: np.ndarray, qpos: np.ndarray, qvel: np.ndarray) -> None:
+        """Set qpos (M, nq) and qvel (M, nv) of rows `env_ids` (M,), clear their solver warm
+        start and actuator activations, and clear their `nonfinite` flag. Forward kinematics
+        is implicit: body state is computed from qpos/qvel whenever it is read."""
+        self._check_open()
+        ids = self._rows(env_ids)
+        qpos = np.asarray(qpos)
+        qvel = np.asarray(qvel)
+        if qpos.shape != (ids.size, self.nq) or qvel.shape != (ids.size, self.nv):
+            raise ValueError(
+                f"write_state expects qpos ({ids.size}, {self.nq}) and qvel ({ids.size}, "
+                f"{self.nv}), got {qpos.shape} and {qvel.shape}"
+            )
+        self._qpos[ids] = qpos
+        self._qvel[ids] = qvel
+        self._warm[ids] = 0.0
+        if self._act is not None:
+            self._act[ids] = 0.0
+        self.nonfinite[ids] = False
+
+    def set_foot_friction(self, env_ids: np.ndarray, friction: np.ndarray) -> None:
+        """Set the sliding friction (M,) of every foot collision geom (condim 3, ankle_roll
+        bodies) of rows `env_ids`. The first call gives the batch per-env friction tables."""
+        self._check_open()
+        ids = self._rows(env_ids)
+        friction = np.asarray(friction, np.float64).reshape(-1)
+        if friction.shape != (ids.size,):
+            raise ValueError(f"friction must have shape ({ids.size},), got {friction.shape}")
+        if self._foot_geoms.size == 0:
+            raise ValueError("the model has no foot geoms (condim 3 geoms on *ankle_roll_link)")
+        if self._friction is None:
+            self._friction = self._batch.expand("geom_friction")  # (N, ngeom, 3)
+        self._friction[ids[:, None], self._foot_geoms[None, :], 0] = friction[:, None]
+
+    def set_body_com_offset(self, env_ids: np.ndarray, body: str, offset: np.ndarray) -> None:
+        """Move the centre of mass of `body` to nominal + offset (M, 3) m, body frame, for rows
+        `env_ids` (inertia and mass unchanged; derived constants are not recomputed)."""
+        self._check_open()
+        ids = self._rows(env_ids)
+        bid = self._id(mujoco.mjtObj.mjOBJ_BODY, body)
+        offset = np.asarray(offset, np.float64)
+        if offset.shape != (ids.size, 3):
+            raise ValueError(f"offset must have shape ({ids.size}, 3), got {offset.shape}")
+        if self._ipos is None:
+            self._ipos = self._batch.expand("body_ipos")  # (N, nbody, 3)
+        self._ipos[ids, bid] = self._ipos_nominal[bid] + offset
+
+    def close(self) -> None:
+        """Stop the thread pool and free the batch (idempotent)."""
+        if not self._closed:
+            self._closed = True
+            self._batch = None
+            self._qpos = self._qvel = self._ctrl = self._warm = self._act = None
+            self._friction = self._ipos = None
+
+    def __del__(self) -> None:  # noqa: D105
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+    # ---------------------------------------------------------------------------------------
+    # extras (not part of SimBackend)
+
+    @property
+    def qpos(self) -> np.ndarray:
+        """(N, nq) live float64 view of the generalised positions (read-only by convention)."""
+        return self._qpos
+
+    @property
+    def qvel(self) -> np.ndarray:
+        """(N, nv) live float64 view of the generalised velocities (read-only by convention)."""
+        return self._qvel
+
+    def get_data(self, env: int) -> mujoco.MjData:
+        """A fresh MjData holding env's state (mj_forward'ed with that env's model), for
+        rendering or debugging; not for the hot path."""
+        self._check_open()
+        data = self._batch.get_data(int(env))
+        mujoco.mj_forward(self._batch.get_model(int(env)), data)
+        return data
