@@ -1,0 +1,86 @@
+"""`gym-motion train` and `gym-motion eval`: a tiny run writes every file, eval reads it back."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gym_motion.cli import main
+from gym_motion.train import KLAdaptiveLR, TrainConfig, train
+
+RUN_FILES = ("model.zip", "vecnormalize.pkl", "config.json", "summary.json",
+             "training_curves.png", "progress.csv")  # fmt: skip
+
+
+def test_kl_adaptive_lr():
+    s = KLAdaptiveLR(1e-3, desired_kl=0.01)
+    s.update(0.05)
+    assert s(1.0) == pytest.approx(1e-3 / 1.5)
+    s.update(0.001)
+    assert s(0.5) == pytest.approx(1e-3)
+    s.update(0.01)
+    assert s(0.0) == pytest.approx(1e-3)
+    s.update(float("nan"))
+    assert s(0.0) == pytest.approx(1e-3)
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs") / "tiny"
+    argv = ["train", "--num-envs", "4", "--total-steps", "200", "--seed", "1", "--out", str(out)]
+    assert main(argv) == 0
+    return out
+
+
+def test_train_writes_the_run_folder(tiny_run):
+    for name in RUN_FILES:
+        assert (tiny_run / name).is_file(), name
+    assert list(tiny_run.glob("events.out.tfevents.*"))
+    config = json.loads((tiny_run / "config.json").read_text())
+    assert config["train"]["num_envs"] == 4
+    assert config["ppo"]["n_steps"] == 24 and config["ppo"]["batch_size"] == 24
+    assert config["env"]["rewards"]["anchor_pos"]["weight"] == 0.5
+    summary = json.loads((tiny_run / "summary.json").read_text())
+    assert summary["env_steps"] >= 200 and not summary["interrupted"]
+    for phase in ("before", "after"):
+        mean = summary[phase]["mean"]
+        assert 0.0 <= mean["success_rate"] <= 1.0 and mean["episode_length"] > 0
+        assert mean["mpkpe_mm"] > 0 and mean["tracking_reward_per_step"] > 0
+    header = (tiny_run / "progress.csv").read_text().splitlines()[0].split(",")
+    for key in ("reward/body_pos", "rollout/tracking_reward", "time/env_steps_per_s",
+                "sampling/entropy", "train/approx_kl"):  # fmt: skip
+        assert key in header, key
+
+
+def test_eval_cli_on_the_run(tiny_run, capsys):
+    assert main(["eval", "--model", str(tiny_run), "--max-seconds", "0.5"]) == 0
+    out = capsys.readouterr().out
+    assert "mpkpe_mm" in out and "default" in out
+    result = json.loads((tiny_run / "eval_model.json").read_text())
+    (clip,) = result["clips"].values()
+    assert clip["max_episode_steps"] == 25
+    for key in ("success_rate", "mpkpe_mm", "root_mpkpe_mm", "joint_pos_rad",
+                "tracking_reward_per_step", "episode_length"):  # fmt: skip
+        assert key in clip
+
+
+def test_eval_zero_policy(tmp_path):
+    path = tmp_path / "zero.json"
+    assert main(["eval", "--policy", "zero", "--max-seconds", "0.2", "--json", str(path)]) == 0
+    result = json.loads(path.read_text())
+    assert result["policy"] == "zero" and result["mean"]["episode_length"] <= 10
+
+
+def test_ctrl_c_saves_a_checkpoint(tmp_path, monkeypatch):
+    from stable_baselines3 import PPO
+
+    def interrupted(self, *args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(PPO, "learn", interrupted)
+    summary = train(TrainConfig(num_envs=2, total_steps=100, out=str(tmp_path / "run"),
+                                eval_max_seconds=0.1))  # fmt: skip
+    assert summary["interrupted"] and "after" not in summary
+    for name in ("model.zip", "vecnormalize.pkl", "summary.json", "config.json"):
+        assert (tmp_path / "run" / name).is_file(), name
