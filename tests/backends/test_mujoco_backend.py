@@ -162,7 +162,8 @@ def test_write_state_touches_only_given_rows(model):
     np.testing.assert_array_equal(b.qpos[1], d.qpos)
 
 
-def test_nan_row_flagged_others_unaffected(model, capfd):
+def test_nan_row_flagged_others_unaffected(model, capfd, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # MuJoCo appends its warnings to ./MUJOCO_LOG.TXT
     n = 3
     rng = np.random.default_rng(3)
     a, b = _backend(model, n), _backend(model, n)
