@@ -23,7 +23,9 @@ to SB3 on a CPU:
   still a quarter of the rollout (24 N / 4), so an update stays 20 gradient steps.
 - The learning rate adapts once per update from the update's mean approximate KL
   (`KLAdaptiveLR`), not after every minibatch as rsl_rl does: SB3's PPO has no per-minibatch
-  hook, and the per-update rule keeps the same fixed point.
+  hook, and the per-update rule keeps the same fixed point. To stand in for rsl_rl's quick
+  reaction inside an update, SB3's ``target_kl`` (0.02) ends an update's epochs early once a
+  minibatch's KL exceeds 1.5 x 0.02.
 - Observations are normalised by `VecNormalize` (rsl_rl's empirical normalisation);
   rewards are not (rsl_rl does not normalise them either).
 - SB3's orthogonal initialisation (policy head gain 0.01) is kept: the first actions are near
@@ -44,12 +46,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PPO_DEFAULTS", "KLAdaptiveLR", "TrainConfig", "register_cli", "train"]
+__all__ = [
+    "PPO_DEFAULTS",
+    "KLAdaptiveLR",
+    "TrainConfig",
+    "kl_adaptive_callback",
+    "make_env",
+    "make_model",
+    "register_cli",
+    "train",
+]
 
 # BeyondMimic / rsl_rl PPO values (see the module docstring for the adaptations).
 PPO_DEFAULTS: dict[str, Any] = {
     "learning_rate": 1e-3,
     "desired_kl": 0.01,
+    "target_kl": 0.02,
     "n_steps": 24,
     "n_epochs": 5,
     "num_minibatches": 4,
@@ -122,6 +134,11 @@ class KLAdaptiveLR:
             self.lr = max(self.lo, self.lr / 1.5)
         elif kl < 0.5 * self.desired_kl:
             self.lr = min(self.hi, self.lr * 1.5)
+
+
+def kl_adaptive_callback(schedule: KLAdaptiveLR):
+    """The SB3 callback that moves `schedule` (from `make_model`) with each update's KL."""
+    return _callbacks()[0](schedule)
 
 
 def _callbacks():
@@ -248,6 +265,7 @@ def make_model(config: TrainConfig, venv, tensorboard_dir: str | None = None):
         ent_coef=p["ent_coef"],
         vf_coef=p["vf_coef"],
         max_grad_norm=p["max_grad_norm"],
+        target_kl=p["target_kl"],
         policy_kwargs={
             "net_arch": {"pi": arch, "vf": arch},
             "activation_fn": activations[p["activation"]],
