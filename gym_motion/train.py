@@ -396,6 +396,13 @@ def train(config: TrainConfig) -> dict[str, Any]:
     if not interrupted:
         venv.training = False
         summary["after"] = evaluate_policy_on_clips(motions, model_policy(model, venv), **eval_kw)
+        b, a = before["mean"], summary["after"]["mean"]
+        summary["after_vs_before"] = {
+            "episode_length_ratio": a["episode_length"] / max(b["episode_length"], 1e-9),
+            "tracking_reward_per_step": [b["tracking_reward_per_step"],
+                                         a["tracking_reward_per_step"]],
+            "mpkpe_mm": [b["mpkpe_mm"], a["mpkpe_mm"]],
+        }  # fmt: skip
     venv.close()
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
@@ -477,4 +484,6 @@ def _run_cli(args: argparse.Namespace) -> int:
     if "after" in summary:
         print("after training:")
         print(format_table(summary["after"]))
+        r = summary["after_vs_before"]
+        print(f"episode length after / before: {r['episode_length_ratio']:.2f}")
     return 130 if summary["interrupted"] else 0
