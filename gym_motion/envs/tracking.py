@@ -65,7 +65,7 @@ class TrackingVecEnv(VectorEnv):
             embedded default motion.
         backend: "mujoco" (CPU threads) or "mjwarp".
         cfg: the task; default `TrackingEnvCfg()`.
-        autoreset_mode: NEXT_STEP (default), SAME_STEP or DISABLED (or their string values).
+        autoreset_mode: NEXT_STEP (default), SAME_STEP or DISABLED (or "next_step", ...).
         obs_mode: "policy" (flat Box) or "dict" (policy and critic groups).
         state_estimation: overrides cfg.state_estimation (False: 154-value policy observation).
         max_episode_steps: time limit in control steps; default cfg.episode_length_s / dt.
@@ -107,7 +107,7 @@ class TrackingVecEnv(VectorEnv):
             cfg = replace(cfg, state_estimation=state_estimation)
         self.cfg = cfg
         self.num_envs = n = int(num_envs)
-        self.autoreset_mode = AutoresetMode(autoreset_mode)
+        self.autoreset_mode = _autoreset_mode(autoreset_mode)
         self.metadata = {**self.metadata, "autoreset_mode": self.autoreset_mode}
         self.obs_mode = obs_mode
         self.render_mode = render_mode
@@ -420,6 +420,18 @@ class TrackingVecEnv(VectorEnv):
             info[key] = value
             info["_" + key] = done
         return info
+
+
+def _autoreset_mode(mode: AutoresetMode | str) -> AutoresetMode:
+    """An `AutoresetMode` from a member, its value ("NextStep") or name ("next_step")."""
+    if isinstance(mode, AutoresetMode):
+        return mode
+    for m in AutoresetMode:
+        if str(mode).lower() in (m.value.lower(), m.name.lower()):
+            return m
+    raise ValueError(
+        f"autoreset_mode must be one of {[m.name.lower() for m in AutoresetMode]}, got {mode!r}"
+    )
 
 
 def _rotate_inverse(q: np.ndarray, v: np.ndarray) -> np.ndarray:

@@ -1,0 +1,283 @@
+"""TrackingVecEnv: Gymnasium contract, step semantics, and the anchors' known failures."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.vector import AutoresetMode
+
+import gym_motion  # noqa: F401  (registers the ids)
+from gym_motion.envs import TrackingEnvCfg, TrackingVecEnv, eval_cfg
+from gym_motion.kernels.metrics import TRACKING_ERRORS
+from gym_motion.robots import g1
+
+TRACKING_TERMS = (
+    "anchor_pos",
+    "anchor_ori",
+    "body_pos",
+    "body_ori",
+    "body_lin_vel",
+    "body_ang_vel",
+)
+
+
+def make(n=4, **kw) -> TrackingVecEnv:
+    kw.setdefault("seed", 0)
+    return TrackingVecEnv(num_envs=n, **kw)
+
+
+def zeros(env) -> np.ndarray:
+    return np.zeros((env.num_envs, g1.NUM_JOINTS), np.float32)
+
+
+def reference_qpos_qvel(env: TrackingVecEnv, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """MuJoCo qpos/qvel of library frames `rows` (the clip's own root and joint state)."""
+    lib = env.library
+    root = lib.body_names.index(g1.ROOT_BODY)
+    quat = lib.body_quat_w[rows, root].astype(np.float64)
+    w = lib.body_ang_vel_w[rows, root].astype(np.float64)
+    u = -quat[:, 1:]
+    t = 2.0 * np.cross(u, w)
+    ang_local = w + quat[:, :1] * t + np.cross(u, t)
+    qpos = np.concatenate([lib.body_pos_w[rows, root], quat, lib.joint_pos[rows]], axis=1)
+    qvel = np.concatenate([lib.body_lin_vel_w[rows, root], ang_local, lib.joint_vel[rows]], axis=1)
+    return qpos, qvel
+
+
+def test_spaces_shapes_and_dtypes():
+    env = make(3, obs_mode="dict")
+    obs, info = env.reset()
+    assert obs["policy"].shape == (3, 160) and obs["critic"].shape == (3, 286)
+    assert env.single_action_space.shape == (29,)
+    obs, rew, term, trunc, info = env.step(zeros(env))
+    for o in obs.values():
+        assert o.dtype == np.float32 and np.isfinite(o).all()
+    assert rew.dtype == np.float32 and term.dtype == np.bool_ and trunc.dtype == np.bool_
+    env.close()
+    env = make(2, state_estimation=False)
+    assert env.reset()[0].shape == (2, 154)
+    env.close()
+
+
+def test_make_vec_and_make():
+    envs = gym.make_vec(
+        "GymMotion/G1-Tracking-v0", num_envs=3, vectorization_mode="vector_entry_point"
+    )
+    obs, _ = envs.reset(seed=1)
+    assert obs.shape == (3, 160)
+    assert envs.unwrapped.max_episode_steps == 500
+    envs.close()
+    env = gym.make("GymMotion/G1-Tracking-NoStateEst-v0")
+    obs, _ = env.reset(seed=1)
+    assert obs.shape == (154,)
+    obs, r, term, trunc, info = env.step(env.action_space.sample() * 0)
+    assert isinstance(r, float) and "reward/body_pos" in info
+    env.close()
+
+
+def test_command_observation_is_the_reference_right_after_reset():
+    env = make(
+        5,
+        cfg=eval_cfg(
+            replace(TrackingEnvCfg(), sampling=replace(TrackingEnvCfg().sampling, mode="uniform"))
+        ),
+    )
+    obs, _ = env.reset()
+    rows = env.command.reference_rows(np.arange(5))
+    np.testing.assert_array_equal(obs[:, :29], env.library.joint_pos[rows])
+    np.testing.assert_array_equal(obs[:, 29:58], env.library.joint_vel[rows])
+    assert np.abs(obs[:, :29]).sum() > 0
+    env.close()
+
+
+def test_replaying_the_reference_gives_full_tracking_reward():
+    env = make(3, cfg=eval_cfg())
+    env.reset()
+    step = env.backend.step
+
+    def replay(targets):  # physics, then the clip's own next state
+        step(targets)
+        nxt = np.minimum(env.command.frames + 1, env.library.lengths[env.command.clip_ids] - 1)
+        rows = env.library.starts[env.command.clip_ids] + nxt
+        env.backend.write_state(np.arange(3), *reference_qpos_qvel(env, rows))
+
+    env.backend.step = replay
+    names = env.rewards.names
+    for _ in range(60):
+        _, _, term, trunc, info = env.step(zeros(env))
+        assert not term.any()
+        for t in TRACKING_TERMS:
+            w = env.cfg.rewards[t].weight
+            np.testing.assert_allclose(info[f"reward/{t}"] / w, 1.0, atol=1e-5, err_msg=t)
+        np.testing.assert_allclose(env._errors, 0.0, atol=1e-5)
+    assert set(TRACKING_TERMS) <= set(names)
+    env.close()
+
+
+def test_clip_end_reinitialises_with_post_teleport_kinematics():
+    env = make(2, cfg=eval_cfg())
+    env.reset()
+    last = env.library.lengths[0] - 1
+    env.command.frames[:] = last  # next advance runs past the end
+    obs, rew, term, trunc, info = env.step(zeros(env))
+    assert info["clip_end"].all() and not (term | trunc).any()
+    assert (env.command.frames == 0).all()  # "start" sampling re-initialises at frame 0
+    s = env.state
+    a = s.anchor
+    # Re-anchored reference sits at the robot's fresh anchor (x, y) and the reference height.
+    np.testing.assert_allclose(s.ref_rel_pos_w[:, a, :2], s.robot.pos_w[:, a, :2], atol=1e-6)
+    np.testing.assert_allclose(s.ref_rel_pos_w[:, a, 2], s.ref.pos_w[:, a, 2], atol=1e-6)
+    # The robot was written at the reference start pose (no reset noise in eval_cfg).
+    np.testing.assert_allclose(s.robot.pos_w, s.ref.pos_w, atol=1e-5)
+    env.close()
+
+
+@pytest.mark.parametrize("mode", list(AutoresetMode))
+def test_reward_logs_and_episode_results_survive_autoreset(mode):
+    env = make(4, autoreset_mode=mode, max_episode_steps=5)
+    env.reset()
+    for _ in range(5):
+        obs, rew, term, trunc, info = env.step(zeros(env))
+    done = term | trunc
+    assert done.all()
+    for name in env.rewards.names:
+        assert info[f"reward/{name}"].shape == (4,) and info[f"_reward/{name}"].all()
+        np.testing.assert_array_equal(info[f"_final/reward/{name}"], done)
+    np.testing.assert_array_equal(info["final/length"], 5)
+    for e in TRACKING_ERRORS:
+        assert np.isfinite(info[f"final/error/{e}"]).all()
+    causes = [k for k in info if k.startswith("final/termination/")]
+    fired = np.stack([info[k] for k in causes])
+    assert (fired.sum(axis=0) >= 1).all()  # every finished episode names its cause
+    assert "episode" not in info
+    if mode is AutoresetMode.NEXT_STEP:
+        obs, rew, term, trunc, info = env.step(zeros(env))
+        assert (rew == 0).all() and not (term | trunc).any() and (env.episode_length == 0).all()
+    env.close()
+
+
+def test_same_step_final_obs_is_the_pre_reset_state():
+    cfg = replace(eval_cfg(), obs_noise=False)
+    env = make(3, cfg=cfg, autoreset_mode=AutoresetMode.SAME_STEP, max_episode_steps=4)
+    probe = make(3, cfg=cfg, autoreset_mode=AutoresetMode.DISABLED, max_episode_steps=4)
+    env.reset(seed=3)
+    probe.reset(seed=3)
+    for _ in range(4):
+        obs, *_, info = env.step(zeros(env))
+        pobs, *_ = probe.step(zeros(probe))
+    assert info["_final_obs"].all()
+    np.testing.assert_array_equal(info["final_obs"], pobs)
+    assert not np.array_equal(obs, pobs)  # the returned obs are of the new episodes
+    env.close()
+    probe.close()
+
+
+def test_disabled_mode_resets_only_masked_rows_and_leaves_options_alone():
+    env = make(4, autoreset_mode="disabled", cfg=eval_cfg())
+    env.reset()
+    for _ in range(3):
+        env.step(zeros(env))
+    mask = np.array([True, False, True, False])
+    options = {"reset_mask": mask}
+    env.reset(options=options)
+    assert options == {"reset_mask": mask}
+    np.testing.assert_array_equal(env.episode_length, [0, 3, 0, 3])
+    env.close()
+
+
+def test_nan_in_one_env_terminates_only_that_env():
+    env = make(4, autoreset_mode=AutoresetMode.SAME_STEP)
+    env.reset()
+    env.step(zeros(env))
+    qpos = np.zeros((1, env.model.nq))
+    qpos[0, 3] = 1.0
+    qpos[0, 7] = np.nan
+    env.backend.write_state(np.array([2]), qpos, np.zeros((1, env.model.nv)))
+    obs, rew, term, trunc, info = env.step(zeros(env))
+    assert term[2] and rew[2] == 0.0 and info["final/termination/nonfinite"][2]
+    assert not info["final/termination/nonfinite"][[0, 1, 3]].any()
+    assert np.isfinite(obs).all() and np.isfinite(info["final_obs"]).all()
+    assert env.nonfinite_count == 1
+    for _ in range(3):
+        obs, *_ = env.step(zeros(env))
+        assert np.isfinite(obs).all()
+    env.close()
+
+
+def test_action_history_resets_per_env():
+    env = make(3, autoreset_mode="disabled", cfg=eval_cfg())
+    env.reset()
+    env.step(np.ones((3, 29), np.float32))
+    env.reset(options={"reset_mask": np.array([False, True, False])})
+    np.testing.assert_array_equal(env.state.action[1], 0.0)
+    np.testing.assert_array_equal(env.state.action[0], 1.0)
+    _, _, _, _, info = env.step(np.ones((3, 29), np.float32))
+    rate = info["reward/action_rate"]
+    assert rate[0] == 0.0 and rate[1] < 0.0  # row 1 moved from a fresh zero action
+
+
+def test_returned_arrays_belong_to_the_caller():
+    env = make(2)
+    obs0, _ = env.reset()
+    keep = obs0.copy()
+    obs1, rew1, term1, trunc1, info1 = env.step(zeros(env))
+    keep1 = (obs1.copy(), rew1.copy(), info1["reward/body_pos"].copy())
+    env.step(np.random.default_rng(0).normal(size=(2, 29)).astype(np.float32))
+    np.testing.assert_array_equal(obs0, keep)
+    np.testing.assert_array_equal(obs1, keep1[0])
+    np.testing.assert_array_equal(rew1, keep1[1])
+    np.testing.assert_array_equal(info1["reward/body_pos"], keep1[2])
+    env.close()
+
+
+def test_bad_actions_are_refused_with_the_offending_rows():
+    env = make(3)
+    env.reset()
+    with pytest.raises(ValueError, match=r"shape \(3, 29\)"):
+        env.step(np.zeros((3, 28), np.float32))
+    a = zeros(env)
+    a[1, 4] = np.nan
+    with pytest.raises(ValueError, match=r"\[1\]"):
+        env.step(a)
+    env.close()
+
+
+def test_same_seed_same_actions_bitwise_identical():
+    n, steps = 64, 1000
+    actions = np.random.default_rng(7).normal(0, 0.5, size=(steps, n, 29)).astype(np.float32)
+    runs = []
+    for _ in range(2):
+        env = make(n, seed=None, max_episode_steps=100)
+        obs, _ = env.reset(seed=123)
+        h_obs, h_rew = [obs], []
+        for t in range(steps):
+            obs, rew, *_ = env.step(actions[t])
+            h_obs.append(obs)
+            h_rew.append(rew)
+        runs.append((np.stack(h_obs), np.stack(h_rew)))
+        env.close()
+    np.testing.assert_array_equal(runs[0][0], runs[1][0])
+    np.testing.assert_array_equal(runs[0][1], runs[1][1])
+
+
+def test_gymnasium_wrappers_work_on_top():
+    from gymnasium.wrappers.vector import (
+        NormalizeObservation,
+        NormalizeReward,
+        RecordEpisodeStatistics,
+    )
+
+    env = RecordEpisodeStatistics(
+        NormalizeReward(NormalizeObservation(make(3, max_episode_steps=6)))
+    )
+    env.reset(seed=0)
+    seen = False
+    for _ in range(8):
+        obs, rew, term, trunc, info = env.step(np.zeros((3, 29), np.float32))
+        assert np.isfinite(obs).all() and np.isfinite(rew).all()
+        seen |= "episode" in info
+    assert seen
+    env.close()
