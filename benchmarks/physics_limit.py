@@ -18,77 +18,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
-import sys
 import time
 
 import mujoco
-import mujoco.rollout
 import numpy as np
 
-
-def _keyframe(model: mujoco.MjModel) -> tuple[np.ndarray, np.ndarray]:
-    """(FULLPHYSICS state, ctrl) of keyframe "default" (qpos0 and zero ctrl without it)."""
-    data = mujoco.MjData(model)
-    key = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, "default")
-    if key >= 0:
-        mujoco.mj_resetDataKeyframe(model, data, key)
-    spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
-    state = np.empty(mujoco.mj_stateSize(model, spec))
-    mujoco.mj_getState(model, data, state, spec)
-    return state, data.ctrl.copy()
-
-
-def physics_only_steps_per_s(
-    model: mujoco.MjModel,
-    num_envs: int,
-    decimation: int,
-    num_threads: int,
-    seconds: float,
-    reset_every: int = 50,
-) -> float:
-    """Env-steps/s of bare batched stepping: ``num_envs`` x ``decimation`` substeps per step.
-
-    Args:
-        model: the simulated model (e.g. ``g1.load_model()``).
-        num_envs: N.
-        decimation: substeps per env step.
-        num_threads: threads of the rollout pool (the backend's physics thread count).
-        seconds: wall time to measure for (after one warm-up step).
-        reset_every: re-initialise all envs to the keyframe every this many steps.
-
-    Returns:
-        N * steps / elapsed seconds.
-    """
-    state0, ctrl0 = _keyframe(model)
-    nstate = state0.size
-    state = np.tile(state0, (num_envs, 1))
-    out = np.empty((num_envs, decimation, nstate))
-    sens = np.empty((num_envs, decimation, model.nsensordata))
-    ctrl = np.ascontiguousarray(np.broadcast_to(ctrl0, (num_envs, decimation, model.nu)))
-    models = [model] * num_envs
-    datas = [mujoco.MjData(model) for _ in range(max(1, num_threads))]
-    spec = int(mujoco.mjtState.mjSTATE_CTRL)
-    with mujoco.rollout.Rollout(nthread=num_threads if num_threads > 1 else 0) as pool:
-
-        def step() -> None:
-            pool.rollout(
-                models, datas, state, ctrl, control_spec=spec, skip_checks=True,
-                nstep=decimation, state=out, sensordata=sens,
-            )  # fmt: skip
-            state[:] = out[:, -1]
-
-        step()
-        state[:] = state0
-        steps, t0 = 0, time.perf_counter()
-        while True:
-            step()
-            steps += 1
-            if steps % reset_every == 0:
-                state[:] = state0
-            elapsed = time.perf_counter() - t0
-            if elapsed >= seconds:
-                return num_envs * steps / elapsed
+from gym_motion.bench import peak_rss_mb, physics_only_steps_per_s
 
 
 def backend_steps_per_s(backend, seconds: float, reset_every: int = 50) -> float:
@@ -119,12 +54,6 @@ def backend_steps_per_s(backend, seconds: float, reset_every: int = 50) -> float
         elapsed = time.perf_counter() - t0
         if elapsed >= seconds:
             return n * steps / elapsed
-
-
-def peak_rss_mb() -> float:
-    """Peak resident memory of this process, MB."""
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak / 1024.0 / (1024.0 if sys.platform == "darwin" else 1.0)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -136,11 +136,39 @@ def _register_eval(subparsers: argparse._SubParsersAction) -> None:
     register_cli(subparsers)
 
 
+def _register_bench(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "bench",
+        help="env-steps/s, per-phase ms and the physics-only limit, in one run",
+        description="Step TrackingVecEnv with random actions; compare with bare batched physics.",
+    )
+    p.add_argument("--num-envs", type=int, nargs="+", default=[1024])
+    p.add_argument("--steps", type=int, default=200, help="timed control steps per N")
+    p.add_argument("--backend", default="mujoco", choices=("mujoco", "mjwarp"))
+    p.add_argument("--threads", type=int, default=None, help="physics threads (mujoco)")
+    p.add_argument("--device", default=None, help="Warp device (mjwarp), e.g. cuda:0 or cpu")
+    p.add_argument("--json", default=None, help="also write the results to this JSON file")
+    p.set_defaults(func=_run_bench)
+
+
+def _run_bench(args: argparse.Namespace) -> int:
+    from gym_motion.bench import run
+
+    kwargs = {}
+    if args.threads is not None:
+        kwargs["num_threads"] = args.threads
+    if args.device is not None:
+        kwargs["device"] = args.device
+    run(args.num_envs, args.steps, args.backend, args.json, kwargs)
+    return 0
+
+
 SUBCOMMANDS: dict[str, Registrar] = {
     "convert": _register_convert,
     "inspect": _register_inspect,
     "train": _register_train,
     "eval": _register_eval,
+    "bench": _register_bench,
 }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import replace
+from time import perf_counter
 from typing import Any
 
 import gymnasium as gym
@@ -26,6 +27,7 @@ from gym_motion.motion.library import MotionLibrary
 from gym_motion.motion.sampler import MotionSampler
 from gym_motion.robots import g1
 
+PHASES = ("action", "physics", "copy", "command", "termination", "reward", "reset", "observation")
 NONFINITE = "nonfinite"
 TIME_OUT = "time_out"
 
@@ -172,6 +174,8 @@ class TrackingVecEnv(VectorEnv):
         self._needs_reset = np.zeros(n, bool)
         self._truncated = np.zeros(n, bool)
         self.nonfinite_count = 0
+        # Wall time per step phase, s, summed since construction (read by `gym-motion bench`).
+        self.phase_s = dict.fromkeys(PHASES, 0.0)
         self._rng = np.random.default_rng(seed)
         self._reset_pose = np.array(cfg.reset.pose_range, np.float64)
         self._reset_vel = np.array(cfg.reset.velocity_range, np.float64)
@@ -244,6 +248,7 @@ class TrackingVecEnv(VectorEnv):
             ValueError: wrong shape, or non-finite values (the offending rows are named).
         """
         s, n = self.state, self.num_envs
+        t = perf_counter()
         actions = np.asarray(actions)
         if actions.shape != (n, g1.NUM_JOINTS):
             raise ValueError(f"actions must have shape ({n}, {g1.NUM_JOINTS}), got {actions.shape}")
@@ -262,19 +267,24 @@ class TrackingVecEnv(VectorEnv):
         np.multiply(s.action, self._action_scale, out=self._targets)
         self._targets += s.default_joint_pos
         self._targets -= s.encoder_bias
+        t = self._lap("action", t)
         self.backend.step(self._targets)
+        t = self._lap("physics", t)
         nonfinite = self.backend.nonfinite.copy()
         if nonfinite.any():
             self.nonfinite_count += int(nonfinite.sum())
             self._reinitialise(np.flatnonzero(nonfinite))
         self.backend.copy_body_state_w(s.robot)
         np.copyto(s.self_contact_substeps, self.backend.self_contact_substeps)
+        t = self._lap("copy", t)
 
         # 3-4: reference, terminations, rewards, logs
         clip_end = self.command.advance().copy()
         self.command.refresh()
+        t = self._lap("command", t)
         terminated = self.terminations.compute().copy()
         terminated |= nonfinite
+        t = self._lap("termination", t)
         reward = self.rewards.compute().copy()
         reward[nonfinite] = 0.0
         self.episode_length += 1
@@ -287,6 +297,7 @@ class TrackingVecEnv(VectorEnv):
         self._accumulate(reward)
         done = terminated | truncated
         info = self._step_info(terminated, truncated, nonfinite, done)
+        t = self._lap("reward", t)
 
         # 5: events and the adaptive sampler
         push_ids, kick = self.events.push_velocities(self._rng)
@@ -318,9 +329,12 @@ class TrackingVecEnv(VectorEnv):
         if reinit.size or push_ids.size:
             self.backend.copy_body_state_w(s.robot)
             self.command.refresh()
+        t = self._lap("reset", t)
 
         # 7: observations
-        return self._observation(), reward, terminated, truncated, info
+        obs = self._observation()
+        self._lap("observation", t)
+        return obs, reward, terminated, truncated, info
 
     def close(self, **kwargs: Any) -> None:
         """Release the backend's threads and memory."""
@@ -335,6 +349,12 @@ class TrackingVecEnv(VectorEnv):
         return {"entropy": float(self.sampler.entropy), "top1_prob": float(self.sampler.top1_prob)}
 
     # ------------------------------------------------------------------ internals
+    def _lap(self, phase: str, start: float) -> float:
+        """Add the time since `start` to `phase_s[phase]`; returns now."""
+        now = perf_counter()
+        self.phase_s[phase] += now - start
+        return now
+
     def _observation(self):
         bufs = self.observations.compute(self._rng)
         if self.obs_mode == "dict":
