@@ -77,6 +77,11 @@ PPO_DEFAULTS: dict[str, Any] = {
 }
 
 
+# `gym-motion train` stops learning after this many minutes (the run, evaluations included,
+# then ends within the 15 minutes promised for a 2-core machine shared with other jobs).
+DEFAULT_MAX_MINUTES = 12.0
+
+
 @dataclass
 class TrainConfig:
     """Everything `train` needs; `gym-motion train` fills it from the command line.
@@ -84,6 +89,8 @@ class TrainConfig:
     Attributes:
         motion: clip paths (npz) or folders; empty: the embedded default motion.
         num_envs: N parallel envs. total_steps: env steps summed over envs.
+        max_minutes: wall-clock budget of the learning phase; training stops at the end of
+            the rollout that passes it (None: no budget). The summary says which limit ended it.
         backend: physics backend name. seed: seeds PPO, torch and the env.
         out: run folder; default ``runs/<date>-<time>``.
         obs_mode: "policy" (flat) or "dict" (policy + critic groups, SB3 MultiInputPolicy).
@@ -97,6 +104,7 @@ class TrainConfig:
     motion: list[str] = field(default_factory=list)
     num_envs: int = 64
     total_steps: int = 1_000_000
+    max_minutes: float | None = None
     backend: str = "mujoco"
     seed: int = 0
     out: str | None = None
@@ -191,7 +199,23 @@ def _callbacks():
             if self.bar is not None:
                 self.bar.close()
 
-    return KLAdaptiveLRCallback, ProgressBar
+    class WallClockBudget(BaseCallback):
+        """Stops learning after the rollout that ends past `seconds` of wall time."""
+
+        def __init__(self, seconds: float):
+            super().__init__()
+            self.seconds, self.t0, self.hit = seconds, 0.0, False
+
+        def _on_training_start(self) -> None:
+            self.t0 = time.perf_counter()
+
+        def _on_step(self) -> bool:
+            return not self.hit
+
+        def _on_rollout_end(self) -> None:
+            self.hit = time.perf_counter() - self.t0 > self.seconds
+
+    return KLAdaptiveLRCallback, ProgressBar, WallClockBudget
 
 
 def _jsonable(obj: Any) -> Any:
@@ -368,9 +392,13 @@ def train(config: TrainConfig) -> dict[str, Any]:
     venv = make_env(config, motions)
     model, _schedule = make_model(config, venv)
     model.set_logger(configure(str(out), ["tensorboard", "csv"]))
-    KLCallback, ProgressBar = _callbacks()
+    KLCallback, ProgressBar, WallClockBudget = _callbacks()
     log_cb = TrackingLogCallback()
     callbacks = [log_cb, KLCallback(_schedule), ProgressBar(config.total_steps)]
+    budget = None
+    if config.max_minutes is not None:
+        budget = WallClockBudget(60.0 * config.max_minutes)
+        callbacks.append(budget)
 
     t0 = time.perf_counter()
     interrupted = False
@@ -387,6 +415,11 @@ def train(config: TrainConfig) -> dict[str, Any]:
     summary: dict[str, Any] = {
         "run": str(out),
         "interrupted": interrupted,
+        "stopped_by": "interrupt"
+        if interrupted
+        else "max_minutes"
+        if budget is not None and budget.hit
+        else "total_steps",
         "env_steps": steps,
         "train_wall_s": round(wall, 2),
         "env_steps_per_s_overall": round(steps / wall, 1) if wall > 0 else None,
@@ -433,6 +466,10 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     p.add_argument("--num-envs", type=int, default=d.num_envs, help="parallel envs")
     p.add_argument("--total-steps", type=int, default=d.total_steps, help="env steps, all envs")
+    p.add_argument(
+        "--max-minutes", type=float, default=DEFAULT_MAX_MINUTES,
+        help="wall-clock budget of learning; <= 0: none (default %(default)s)",
+    )  # fmt: skip
     p.add_argument("--backend", default=d.backend, help="physics backend (mujoco, mjwarp)")
     p.add_argument("--seed", type=int, default=d.seed)
     p.add_argument("--out", default=None, help="run folder (default runs/<date>-<time>)")
@@ -466,6 +503,7 @@ def _run_cli(args: argparse.Namespace) -> int:
         motion=list(args.motion),
         num_envs=args.num_envs,
         total_steps=args.total_steps,
+        max_minutes=args.max_minutes if args.max_minutes and args.max_minutes > 0 else None,
         backend=args.backend,
         seed=args.seed,
         out=args.out,

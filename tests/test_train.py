@@ -42,7 +42,7 @@ def test_train_writes_the_run_folder(tiny_run):
     assert config["ppo"]["n_steps"] == 24 and config["ppo"]["batch_size"] == 24
     assert config["env"]["rewards"]["anchor_pos"]["weight"] == 0.5
     summary = json.loads((tiny_run / "summary.json").read_text())
-    assert summary["env_steps"] >= 200 and not summary["interrupted"]
+    assert summary["env_steps"] >= 200 and summary["stopped_by"] == "total_steps"
     for phase in ("before", "after"):
         mean = summary[phase]["mean"]
         assert 0.0 <= mean["success_rate"] <= 1.0 and mean["episode_length"] > 0
@@ -84,3 +84,11 @@ def test_ctrl_c_saves_a_checkpoint(tmp_path, monkeypatch):
     assert summary["interrupted"] and "after" not in summary
     for name in ("model.zip", "vecnormalize.pkl", "summary.json", "config.json"):
         assert (tmp_path / "run" / name).is_file(), name
+
+
+def test_wall_clock_budget_stops_learning(tmp_path):
+    summary = train(TrainConfig(num_envs=2, total_steps=100_000, max_minutes=1e-4,
+                                out=str(tmp_path / "run"), eval_max_seconds=0.1))  # fmt: skip
+    assert summary["stopped_by"] == "max_minutes"
+    assert summary["env_steps"] < 96  # one rollout of 24 steps x 2 envs (and one step)
+    assert "after" in summary
