@@ -54,7 +54,8 @@ class TrackingVecEnv(VectorEnv):
       7. observations.
 
     Info (per-env arrays of length N with ``_key`` masks): ``reward/<term>`` per-step weighted
-    term (before dt) for every env; for envs whose episode ended on this step,
+    term (before dt) for every env (masked out for rows being autoreset in NEXT_STEP mode);
+    for envs whose episode ended on this step,
     ``final/return``, ``final/length``, ``final/reward/<term>`` (dt-scaled episode sum),
     ``final/termination/<cause>`` (bool; causes are the termination terms, "nonfinite" and
     "time_out"), ``final/error/<name>`` (episode mean of the tracking errors of
@@ -182,7 +183,6 @@ class TrackingVecEnv(VectorEnv):
         self._reset_joint = np.array(cfg.reset.joint_pos_range, np.float64)
         self._qpos_w = np.zeros((n, self.model.nq))
         self._qvel_w = np.zeros((n, self.model.nv))
-        self._rows = {}  # reset-row reference buffers
 
         self._setup_spaces()
 
@@ -296,7 +296,7 @@ class TrackingVecEnv(VectorEnv):
             clip_end[autoreset] = False
         self._accumulate(reward)
         done = terminated | truncated
-        info = self._step_info(terminated, truncated, nonfinite, done)
+        info = self._step_info(terminated, truncated, nonfinite, done, autoreset)
         t = self._lap("reward", t)
 
         # 5: events and the adaptive sampler
@@ -414,9 +414,11 @@ class TrackingVecEnv(VectorEnv):
         self._term_sums += self.rewards.weighted * self.dt
         self._return += reward
 
-    def _step_info(self, terminated, truncated, nonfinite, done) -> dict[str, np.ndarray]:
-        n = self.num_envs
-        every = np.ones(n, bool)
+    def _step_info(
+        self, terminated, truncated, nonfinite, done, autoreset
+    ) -> dict[str, np.ndarray]:
+        # Rows being autoreset (NEXT_STEP) have no step of their own: masked out.
+        every = np.ones(self.num_envs, bool) if autoreset is None else ~autoreset
         info: dict[str, np.ndarray] = {}
         for t, name in enumerate(self.rewards.names):
             info[f"reward/{name}"] = self.rewards.weighted[:, t].copy()

@@ -156,6 +156,7 @@ def test_reward_logs_and_episode_results_survive_autoreset(mode):
     if mode is AutoresetMode.NEXT_STEP:
         obs, rew, term, trunc, info = env.step(zeros(env))
         assert (rew == 0).all() and not (term | trunc).any() and (env.episode_length == 0).all()
+        assert not info["_reward/body_pos"].any()  # the autoreset step is no step of theirs
     env.close()
 
 
