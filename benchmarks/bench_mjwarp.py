@@ -27,34 +27,7 @@ import time
 import mujoco
 import numpy as np
 
-
-def _time_limit(backend, steps: int) -> float:
-    """Seconds per control step of bare ``mjw.step`` x decimation on the backend's model/data."""
-    import mujoco_warp as mjw
-    import warp as wp
-
-    m, d, dev = backend._m, backend._d, backend.device
-
-    def physics() -> None:
-        for _ in range(backend.decimation):
-            mjw.step(m, d)
-
-    with wp.ScopedDevice(dev):
-        physics()
-        graph = None
-        if wp.get_device(dev).is_cuda:
-            with wp.ScopedCapture() as capture:
-                physics()
-            graph = capture.graph
-        wp.synchronize_device(dev)
-        t0 = time.perf_counter()
-        for _ in range(steps):
-            if graph is not None:
-                wp.capture_launch(graph)
-            else:
-                physics()
-        wp.synchronize_device(dev)
-        return (time.perf_counter() - t0) / steps
+from gym_motion.bench import mjwarp_physics_only_steps_per_s
 
 
 def bench(
@@ -125,7 +98,7 @@ def bench(
     r["sps"] = n * steps / (time.perf_counter() - t0)
     be.write_state(ids, qpos, qvel)
     be.copy_body_state_w(out)
-    r["limit_sps"] = n / _time_limit(be, steps)
+    r["limit_sps"] = mjwarp_physics_only_steps_per_s(be, steps)
     be.close()
     return r
 

@@ -80,6 +80,36 @@ def physics_only_steps_per_s(
                 return num_envs * steps / elapsed
 
 
+def mjwarp_physics_only_steps_per_s(backend, steps: int) -> float:
+    """Env-steps/s of bare ``mujoco_warp.step`` x decimation on an `MjWarpBackend`'s model and
+    data (a CUDA graph on GPU), nothing else; the backend's state is advanced."""
+    import mujoco_warp as mjw
+    import warp as wp
+
+    m, d, dev = backend._m, backend._d, backend.device
+
+    def physics() -> None:
+        for _ in range(backend.decimation):
+            mjw.step(m, d)
+
+    with wp.ScopedDevice(dev):
+        physics()
+        graph = None
+        if wp.get_device(dev).is_cuda:
+            with wp.ScopedCapture() as capture:
+                physics()
+            graph = capture.graph
+        wp.synchronize_device(dev)
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            if graph is not None:
+                wp.capture_launch(graph)
+            else:
+                physics()
+        wp.synchronize_device(dev)
+        return backend.num_envs * steps / (time.perf_counter() - t0)
+
+
 def bench_env(
     num_envs: int,
     steps: int,
@@ -90,9 +120,12 @@ def bench_env(
 ) -> dict[str, Any]:
     """Step a `TrackingVecEnv` `steps` times with Gaussian random actions; time its phases.
 
-    Returns a dict with ``env_steps_per_s``, ``physics_limit_env_steps_per_s`` (mujoco backend
-    only; measured right after, for as long as the env ran), ``phases_ms`` (ms per step),
-    ``non_physics_fraction``, ``peak_rss_mb``, ``num_envs``, ``threads``.
+    Returns a dict with ``env_steps_per_s``, ``physics_limit_env_steps_per_s`` (measured
+    right after on the same model and N: `physics_only_steps_per_s` for "mujoco" with the
+    backend's threads, `mjwarp_physics_only_steps_per_s` for "mjwarp"), ``phases_ms`` (ms per
+    step), ``non_physics_fraction``, ``peak_rss_mb``, ``num_envs``, ``threads``; for "mjwarp"
+    also ``backend_phases_ms`` (control upload, physics, gather + host copy), measured in a
+    second pass with device synchronisations between them.
     """
     from gym_motion.envs import TrackingVecEnv
 
@@ -120,17 +153,21 @@ def bench_env(
         "step_ms": 1e3 * elapsed / steps,
         "non_physics_fraction": 1.0 - phases_ms["physics"] / (1e3 * elapsed / steps),
     }
-    model, decimation = env.backend.model, env.cfg.sim.decimation
-    env.close()
-    result["physics_limit_env_steps_per_s"] = (
-        physics_only_steps_per_s(model, num_envs, decimation, threads, elapsed)
-        if backend == "mujoco"
-        else None
-    )
-    if result["physics_limit_env_steps_per_s"]:
-        result["ratio_to_limit"] = (
-            result["env_steps_per_s"] / result["physics_limit_env_steps_per_s"]
-        )
+    if backend == "mujoco":
+        model, decimation = env.backend.model, env.cfg.sim.decimation
+        env.close()
+        limit = physics_only_steps_per_s(model, num_envs, decimation, threads, elapsed)
+    else:
+        be = env.backend
+        be.profile = True
+        for k in range(steps):
+            env.step(actions[k % len(actions)])
+        result["backend_phases_ms"] = {k: 1e3 * v / steps for k, v in be.phase_times.items()}
+        be.profile = False
+        limit = mjwarp_physics_only_steps_per_s(be, steps)
+        env.close()
+    result["physics_limit_env_steps_per_s"] = limit
+    result["ratio_to_limit"] = result["env_steps_per_s"] / limit
     result["peak_rss_mb"] = peak_rss_mb()
     return result
 
@@ -141,13 +178,18 @@ def format_result(r: dict[str, Any]) -> str:
     lines = [
         f"N={r['num_envs']} backend={r['backend']} threads={r['threads']}: "
         f"{r['env_steps_per_s']:.0f} env-steps/s"
-        + (f" | physics-only limit {lim:.0f} (ratio {r['ratio_to_limit']:.3f})" if lim else "")
+        + f" | physics-only limit {lim:.0f} (ratio {r['ratio_to_limit']:.3f})"
         + f" | non-physics {100 * r['non_physics_fraction']:.1f} % of step"
         + f" | peak RSS {r['peak_rss_mb']:.0f} MB ({r['peak_rss_mb'] / r['num_envs']:.3f} MB/env)",
         "  phases ms/step: "
         + ", ".join(f"{k} {v:.3f}" for k, v in r["phases_ms"].items())
         + f" | total {r['step_ms']:.3f}",
     ]
+    if "backend_phases_ms" in r:
+        lines.append(
+            "  backend ms/step: "
+            + ", ".join(f"{k} {v:.3f}" for k, v in r["backend_phases_ms"].items())
+        )
     return "\n".join(lines)
 
 
