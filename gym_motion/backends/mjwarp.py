@@ -43,6 +43,13 @@ import numpy as np
 import warp as wp
 
 from gym_motion.backends.base import BodyState
+from gym_motion.backends.binding import (
+    SELF_CONTACT_SENSOR,  # noqa: F401 - re-exported: gym_motion.backends.mjwarp.SELF_CONTACT_SENSOR
+    bind_names,
+    name_to_id,
+    resolve_env_ids,
+    self_contact_columns,
+)
 
 # Overflow bits that mean "the capacity given at construction was too small": results of that
 # step are wrong (contacts or constraint rows dropped).
@@ -55,10 +62,9 @@ CAPACITY_OVERFLOW = int(
     | mjw.OverflowType.CONTACT_MATCH
 )
 QVEL_BOUND = 1e4  # |qvel| beyond this (m/s or rad/s) counts as a blow-up, as in MujocoBackend
-SELF_CONTACT_SENSOR = "self_contact"
-_CONDATA_SIZES = (1, 3, 3, 1, 3, 3, 3)  # contact sensor fields: found, force, torque, dist, ...
-_REDUCE_NETFORCE = 3
-_HINGE, _SLIDE = int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)
+_MISSING_SENSOR_HINT = (
+    " (g1.load_model adds it); pass self_contact_threshold=None to disable self-contact counting"
+)
 
 
 class CapacityOverflowError(RuntimeError):
@@ -247,12 +253,17 @@ class MjWarpBackend:
         self.phase_times = {"upload": 0.0, "physics": 0.0, "gather_copy": 0.0}
         self._mjm = model
 
-        body_ids, root_ids, qpos_adr, dof_adr, act_ids = self._resolve_names(model)
-        self._act_ids = act_ids
-        self._act_identity = np.array_equal(act_ids, np.arange(model.nu))
+        if model.nu != len(self.joint_names):
+            raise ValueError(
+                f"model has {model.nu} actuators but {len(self.joint_names)} joint names were "
+                "given; expected one position actuator per joint"
+            )
+        bound = bind_names(model, self.body_names, self.joint_names, resolve_actuators=True)
+        self._act_ids = bound.actuator_ids
+        self._act_identity = np.array_equal(bound.actuator_ids, np.arange(model.nu))
         cols, self._contact_norm = np.zeros((0, 3), np.int32), False
         if self_contact_threshold is not None:
-            cols, self._contact_norm = _self_contact_columns(model)
+            cols, self._contact_norm = self_contact_columns(model, _MISSING_SENSOR_HINT)
         self._closed = False
 
         data = mujoco.MjData(model)
@@ -269,10 +280,10 @@ class MjWarpBackend:
             self._m = mjw.put_model(model, batch_sizes={"geom_friction": n, "body_ipos": n})
             self._m.opt.warn_overflow = 0  # reported by this class after every step instead
             self._d = mjw.put_data(model, data, nworld=n, nconmax=nconmax, njmax=njmax)
-            self._body_ids = wp.array(body_ids, dtype=int)
-            self._root_ids = wp.array(root_ids, dtype=int)
-            self._qpos_adr = wp.array(qpos_adr, dtype=int)
-            self._dof_adr = wp.array(dof_adr, dtype=int)
+            self._body_ids = wp.array(bound.body_ids, dtype=int)
+            self._root_ids = wp.array(bound.root_ids, dtype=int)
+            self._qpos_adr = wp.array(bound.qpos_adr, dtype=int)
+            self._dof_adr = wp.array(bound.dof_adr, dtype=int)
             self._contact_cols = wp.array(cols, dtype=int)
             self._self_contact = wp.zeros(n, dtype=int)
             self._state_dev = wp.zeros((n, self._stride), dtype=float)
@@ -290,12 +301,7 @@ class MjWarpBackend:
         wp.copy(self._d.ctrl, self._ctrl_host)
 
         # Per-world randomised model fields: host mirrors, uploaded whole after an edit.
-        ankle = [i for i in range(model.nbody) if model.body(i).name.endswith("ankle_roll_link")]
-        self._foot_geoms = np.flatnonzero(
-            np.isin(model.geom_bodyid, ankle)
-            & (model.geom_condim == 3)
-            & ((model.geom_contype != 0) | (model.geom_conaffinity != 0))
-        )
+        self._foot_geoms = bound.foot_geom_ids
         self._friction_np = self._m.geom_friction.numpy()
         self._ipos_np = self._m.body_ipos.numpy()
         self._ipos_nominal = model.body_ipos.astype(np.float32)
@@ -388,7 +394,7 @@ class MjWarpBackend:
             ValueError: mismatched shapes, or ids outside [0, N) (a (N,) bool mask also works).
         """
         self._check_open()
-        ids = self._rows(env_ids)
+        ids = resolve_env_ids(env_ids, self.num_envs)
         m, nq, nv = ids.size, self._mjm.nq, self._mjm.nv
         qpos, qvel = np.asarray(qpos), np.asarray(qvel)
         if qpos.shape != (m, nq) or qvel.shape != (m, nv):
@@ -423,7 +429,7 @@ class MjWarpBackend:
         The feet (priority 1) decide the friction of their floor contacts, as in MuJoCo.
         """
         self._check_open()
-        ids = self._rows(env_ids)
+        ids = resolve_env_ids(env_ids, self.num_envs)
         mu = np.asarray(friction, np.float32).reshape(-1)
         if mu.shape != ids.shape:
             raise ValueError(f"friction must have shape ({ids.size},), got {np.shape(friction)}")
@@ -438,13 +444,11 @@ class MjWarpBackend:
             ValueError: unknown body, bad ids, or an offset of the wrong shape.
         """
         self._check_open()
-        ids = self._rows(env_ids)
+        ids = resolve_env_ids(env_ids, self.num_envs)
         off = np.asarray(offset, np.float32)
         if off.shape != (ids.size, 3):
             raise ValueError(f"offset must have shape ({ids.size}, 3), got {off.shape}")
-        bid = mujoco.mj_name2id(self._mjm, mujoco.mjtObj.mjOBJ_BODY, body)
-        if bid < 0:
-            raise ValueError(f"no body named {body!r} in the model")
+        bid = name_to_id(self._mjm, mujoco.mjtObj.mjOBJ_BODY, body)
         self._ipos_np[ids, bid] = self._ipos_nominal[bid] + off
         self._m.body_ipos.assign(self._ipos_np)
 
@@ -456,52 +460,6 @@ class MjWarpBackend:
         self._m = self._d = None
 
     # ------------------------------------------------------------------ internals
-    def _resolve_names(self, model: mujoco.MjModel):
-        def ident(objtype: mujoco.mjtObj, name: str) -> int:
-            i = mujoco.mj_name2id(model, objtype, name)
-            if i < 0:
-                kind = objtype.name.removeprefix("mjOBJ_").lower()
-                raise ValueError(f"no {kind} named {name!r} in the model")
-            return i
-
-        if model.nu != len(self.joint_names):
-            raise ValueError(
-                f"model has {model.nu} actuators but {len(self.joint_names)} joint names were "
-                "given; expected one position actuator per joint"
-            )
-        bodies = np.array([ident(mujoco.mjtObj.mjOBJ_BODY, nm) for nm in self.body_names])
-        joints = np.array([ident(mujoco.mjtObj.mjOBJ_JOINT, nm) for nm in self.joint_names])
-        act_ids = []
-        for jid, nm in zip(joints, self.joint_names, strict=True):
-            if int(model.jnt_type[jid]) not in (_HINGE, _SLIDE):
-                raise ValueError(f"joint {nm!r} is not a hinge or slide joint")
-            acts = np.flatnonzero(
-                (model.actuator_trntype == mujoco.mjtTrn.mjTRN_JOINT)
-                & (model.actuator_trnid[:, 0] == jid)
-            )
-            if acts.size != 1:
-                raise ValueError(f"joint {nm!r} has {acts.size} actuators, expected 1")
-            act_ids.append(int(acts[0]))
-        return (
-            bodies,
-            model.body_rootid[bodies],
-            model.jnt_qposadr[joints],
-            model.jnt_dofadr[joints],
-            np.array(act_ids),
-        )
-
-    def _rows(self, env_ids: np.ndarray) -> np.ndarray:
-        """Row indices (M,) int64 from ids or a (N,) bool mask; raises ValueError if invalid."""
-        ids = np.asarray(env_ids)
-        if ids.dtype == bool:
-            if ids.shape != (self.num_envs,):
-                raise ValueError(f"a boolean env mask must have shape ({self.num_envs},)")
-            return np.flatnonzero(ids)
-        ids = ids.astype(np.int64, copy=False).reshape(-1)
-        if ids.size and (ids.min() < 0 or ids.max() >= self.num_envs):
-            raise ValueError(f"env_ids must be in [0, {self.num_envs})")
-        return ids
-
     def _check_open(self) -> None:
         if self._closed:
             raise RuntimeError("MjWarpBackend is closed")
@@ -600,23 +558,3 @@ class MjWarpBackend:
         t1 = time.perf_counter()
         self.phase_times[phase] += t1 - t0
         return t1
-
-
-def _self_contact_columns(model: mujoco.MjModel) -> tuple[np.ndarray, bool]:
-    """Sensordata columns (slots, 3) of the forces of the ``"self_contact"`` contact sensor, and
-    whether they are world-frame net forces (compare their norm) rather than contact-frame
-    forces (compare the normal component). Same reading as `MujocoBackend`."""
-    sid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SENSOR, SELF_CONTACT_SENSOR)
-    if sid < 0 or model.sensor_type[sid] != mujoco.mjtSensor.mjSENS_CONTACT:
-        raise ValueError(
-            f"the model has no contact sensor named {SELF_CONTACT_SENSOR!r} (g1.load_model adds "
-            "it); pass self_contact_threshold=None to disable self-contact counting"
-        )
-    dataspec, reduce = int(model.sensor_intprm[sid, 0]), int(model.sensor_intprm[sid, 1])
-    if not dataspec & 0b10:
-        raise ValueError(f"sensor {SELF_CONTACT_SENSOR!r} must report data='force'")
-    slot = sum(size for bit, size in enumerate(_CONDATA_SIZES) if dataspec >> bit & 1)
-    force_off = _CONDATA_SIZES[0] if dataspec & 1 else 0
-    adr, dim = int(model.sensor_adr[sid]), int(model.sensor_dim[sid])
-    starts = adr + force_off + slot * np.arange(dim // slot)
-    return (starts[:, None] + np.arange(3)[None, :]).astype(np.int32), reduce == _REDUCE_NETFORCE

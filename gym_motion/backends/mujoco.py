@@ -44,26 +44,33 @@ import numba as nb
 import numpy as np
 
 from gym_motion.backends.base import BodyState
+from gym_motion.backends.binding import (
+    SELF_CONTACT_SENSOR,
+    bind_names,
+    name_to_id,
+    resolve_env_ids,
+    self_contact_columns,
+)
 from gym_motion.backends.threads import (
     apply_numba_threads,
     pin_threads,
     resolve_thread_budget,
     thread_ids,
 )
+from gym_motion.kernels.quat import quat_mul, quat_rotate
 
 __all__ = ["MujocoBackend", "add_self_contact_sensor", "SELF_CONTACT_SENSOR"]
 
-SELF_CONTACT_SENSOR = "self_contact"
 QVEL_BOUND = 1e4  # |qvel| beyond this (m/s or rad/s) counts as a blow-up
 _BAD_WARNINGS = (
     int(mujoco.mjtWarning.mjWARN_BADQPOS),
     int(mujoco.mjtWarning.mjWARN_BADQVEL),
     int(mujoco.mjtWarning.mjWARN_BADQACC),
 )
-# mjtConDataType bits of a contact sensor, in output order, with their sizes
-_CONDATA_SIZES = (1, 3, 3, 1, 3, 3, 3)  # found, force, torque, dist, pos, normal, tangent
-_REDUCE_NETFORCE = 3
-_HINGE, _SLIDE = int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)
+_MISSING_SENSOR_HINT = (
+    ": add one with gym_motion.backends.mujoco.add_self_contact_sensor(spec) before compiling, "
+    "or pass self_contact_threshold=None to disable self-contact counting"
+)
 
 
 def add_self_contact_sensor(
@@ -92,29 +99,6 @@ def add_self_contact_sensor(
 # --------------------------------------------------------------------------------------------
 # Numba kernels
 # --------------------------------------------------------------------------------------------
-
-
-@nb.njit(cache=True, inline="always")
-def _quat_mul(a0, a1, a2, a3, b0, b1, b2, b3):
-    return (
-        a0 * b0 - a1 * b1 - a2 * b2 - a3 * b3,
-        a0 * b1 + a1 * b0 + a2 * b3 - a3 * b2,
-        a0 * b2 - a1 * b3 + a2 * b0 + a3 * b1,
-        a0 * b3 + a1 * b2 - a2 * b1 + a3 * b0,
-    )
-
-
-@nb.njit(cache=True, inline="always")
-def _quat_rot(q0, q1, q2, q3, v0, v1, v2):
-    # v + 2 w (u x v) + 2 u x (u x v), u = (q1, q2, q3), w = q0
-    t0 = 2.0 * (q2 * v2 - q3 * v1)
-    t1 = 2.0 * (q3 * v0 - q1 * v2)
-    t2 = 2.0 * (q1 * v1 - q2 * v0)
-    return (
-        v0 + q0 * t0 + (q2 * t2 - q3 * t1),
-        v1 + q0 * t1 + (q3 * t0 - q1 * t2),
-        v2 + q0 * t2 + (q1 * t1 - q2 * t0),
-    )
 
 
 @nb.njit(cache=True, parallel=True)
@@ -162,11 +146,11 @@ def _body_state_kernel(
         for i in range(1, nbody):
             p = parent[i]
             pq0, pq1, pq2, pq3 = xq[p, 0], xq[p, 1], xq[p, 2], xq[p, 3]
-            r0, r1, r2 = _quat_rot(
+            r0, r1, r2 = quat_rotate(
                 pq0, pq1, pq2, pq3, body_pos[i, 0], body_pos[i, 1], body_pos[i, 2]
             )
             px, py, pz = xp[p, 0] + r0, xp[p, 1] + r1, xp[p, 2] + r2
-            q0, q1, q2, q3 = _quat_mul(
+            q0, q1, q2, q3 = quat_mul(
                 pq0,
                 pq1,
                 pq2,
@@ -191,8 +175,10 @@ def _body_state_kernel(
                     anc[k, 0], anc[k, 1], anc[k, 2] = px, py, pz
                     axs[k, 0], axs[k, 1], axs[k, 2] = 0.0, 0.0, 1.0
                     continue
-                a0, a1, a2 = _quat_rot(q0, q1, q2, q3, jnt_pos[j, 0], jnt_pos[j, 1], jnt_pos[j, 2])
-                ax0, ax1, ax2 = _quat_rot(
+                a0, a1, a2 = quat_rotate(
+                    q0, q1, q2, q3, jnt_pos[j, 0], jnt_pos[j, 1], jnt_pos[j, 2]
+                )
+                ax0, ax1, ax2 = quat_rotate(
                     q0, q1, q2, q3, jnt_axis[j, 0], jnt_axis[j, 1], jnt_axis[j, 2]
                 )
                 anc[k, 0], anc[k, 1], anc[k, 2] = a0 + px, a1 + py, a2 + pz
@@ -215,8 +201,10 @@ def _body_state_kernel(
                         jnt_axis[j, 1] * s,
                         jnt_axis[j, 2] * s,
                     )
-                q0, q1, q2, q3 = _quat_mul(q0, q1, q2, q3, l0, l1, l2, l3)
-                b0, b1, b2 = _quat_rot(q0, q1, q2, q3, jnt_pos[j, 0], jnt_pos[j, 1], jnt_pos[j, 2])
+                q0, q1, q2, q3 = quat_mul(q0, q1, q2, q3, l0, l1, l2, l3)
+                b0, b1, b2 = quat_rotate(
+                    q0, q1, q2, q3, jnt_pos[j, 0], jnt_pos[j, 1], jnt_pos[j, 2]
+                )
                 px, py, pz = anc[k, 0] - b0, anc[k, 1] - b1, anc[k, 2] - b2
             nrm = np.sqrt(q0 * q0 + q1 * q1 + q2 * q2 + q3 * q3)
             q0, q1, q2, q3 = q0 / nrm, q1 / nrm, q2 / nrm, q3 / nrm
@@ -236,7 +224,7 @@ def _body_state_kernel(
                     vx += qvel[e, dof]
                     vy += qvel[e, dof + 1]
                     vz += qvel[e, dof + 2]
-                    c0, c1, c2 = _quat_rot(
+                    c0, c1, c2 = quat_rotate(
                         q0, q1, q2, q3, qvel[e, dof + 3], qvel[e, dof + 4], qvel[e, dof + 5]
                     )
                     wx, wy, wz = wx + c0, wy + c1, wz + c2
@@ -248,7 +236,7 @@ def _body_state_kernel(
                     vz += axs[k, 2] * qd
                     continue
                 if t == 1:  # ball: angular dofs in the body frame
-                    c0, c1, c2 = _quat_rot(
+                    c0, c1, c2 = quat_rotate(
                         q0, q1, q2, q3, qvel[e, dof], qvel[e, dof + 1], qvel[e, dof + 2]
                     )
                 else:
@@ -378,15 +366,10 @@ class MujocoBackend:
                 "given; expected one position actuator per joint, in joint order"
             )
 
-        self._bodies = np.array(
-            [self._id(mujoco.mjtObj.mjOBJ_BODY, b) for b in body_names], np.int64
-        )
-        jids = [self._id(mujoco.mjtObj.mjOBJ_JOINT, j) for j in joint_names]
-        for name, jid in zip(self.joint_names, jids, strict=True):
-            if int(model.jnt_type[jid]) not in (_HINGE, _SLIDE):
-                raise ValueError(f"joint {name!r} is not a hinge or slide joint")
-        self._joint_qadr = model.jnt_qposadr[jids].astype(np.int64)
-        self._joint_dadr = model.jnt_dofadr[jids].astype(np.int64)
+        bound = bind_names(model, self.body_names, self.joint_names)
+        self._bodies = bound.body_ids
+        self._joint_qadr = bound.qpos_adr
+        self._joint_dadr = bound.dof_adr
         if np.any(model.body_jntnum > 8):
             raise ValueError("bodies with more than 8 joints are not supported")
 
@@ -411,15 +394,12 @@ class MujocoBackend:
         self._contact_cols = np.zeros((0, 3), np.int64)
         self._contact_norm = False
         if self_contact_threshold is not None:
-            self._contact_cols, self._contact_norm = self._self_contact_columns(model)
+            self._contact_cols, self._contact_norm = self_contact_columns(
+                model, _MISSING_SENSOR_HINT
+            )
 
         # foot geoms: condim-3 collision geoms on ankle_roll bodies
-        ankle = [i for i in range(m.nbody) if (m.body(i).name or "").endswith("ankle_roll_link")]
-        self._foot_geoms = np.flatnonzero(
-            np.isin(m.geom_bodyid, ankle)
-            & (m.geom_condim == 3)
-            & ((m.geom_contype != 0) | (m.geom_conaffinity != 0))
-        )
+        self._foot_geoms = bound.foot_geom_ids
 
         # threads: one budget, then the pool
         self.thread_budget = budget = resolve_thread_budget(num_threads, cpu_ids)
@@ -454,43 +434,6 @@ class MujocoBackend:
         self._closed = False
 
     # ---------------------------------------------------------------------------------------
-
-    def _id(self, objtype: mujoco.mjtObj, name: str) -> int:
-        i = mujoco.mj_name2id(self.model, objtype, name)
-        if i < 0:
-            kind = objtype.name.removeprefix("mjOBJ_").lower()
-            raise ValueError(f"no {kind} named {name!r} in the model")
-        return i
-
-    @staticmethod
-    def _self_contact_columns(model: mujoco.MjModel) -> tuple[np.ndarray, bool]:
-        sid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SENSOR, SELF_CONTACT_SENSOR)
-        if sid < 0 or int(model.sensor_type[sid]) != int(mujoco.mjtSensor.mjSENS_CONTACT):
-            raise ValueError(
-                f"the model has no contact sensor named {SELF_CONTACT_SENSOR!r}: add one with "
-                "gym_motion.backends.mujoco.add_self_contact_sensor(spec) before compiling, or "
-                "pass self_contact_threshold=None to disable self-contact counting"
-            )
-        dataspec, reduce = int(model.sensor_intprm[sid, 0]), int(model.sensor_intprm[sid, 1])
-        if not dataspec & 0b10:
-            raise ValueError(f"sensor {SELF_CONTACT_SENSOR!r} must report data='force'")
-        slot = sum(s for bit, s in enumerate(_CONDATA_SIZES) if dataspec >> bit & 1)
-        force_off = _CONDATA_SIZES[0] if dataspec & 1 else 0
-        adr, dim = int(model.sensor_adr[sid]), int(model.sensor_dim[sid])
-        starts = adr + force_off + slot * np.arange(dim // slot)
-        cols = starts[:, None] + np.arange(3)[None, :]
-        return cols.astype(np.int64), reduce == _REDUCE_NETFORCE
-
-    def _rows(self, env_ids: np.ndarray) -> np.ndarray:
-        ids = np.asarray(env_ids)
-        if ids.dtype == bool:
-            if ids.shape != (self.num_envs,):
-                raise ValueError(f"a boolean env mask must have shape ({self.num_envs},)")
-            return np.flatnonzero(ids)
-        ids = ids.astype(np.int64, copy=False).reshape(-1)
-        if ids.size and (ids.min() < 0 or ids.max() >= self.num_envs):
-            raise ValueError(f"env_ids must be in [0, {self.num_envs})")
-        return ids
 
     def _check_open(self) -> None:
         if self._closed:
@@ -563,7 +506,7 @@ class MujocoBackend:
         start and actuator activations, and clear their `nonfinite` flag. Forward kinematics
         is implicit: body state is computed from qpos/qvel whenever it is read."""
         self._check_open()
-        ids = self._rows(env_ids)
+        ids = resolve_env_ids(env_ids, self.num_envs)
         qpos = np.asarray(qpos)
         qvel = np.asarray(qvel)
         if qpos.shape != (ids.size, self.nq) or qvel.shape != (ids.size, self.nv):
@@ -582,7 +525,7 @@ class MujocoBackend:
         """Set the sliding friction (M,) of every foot collision geom (condim 3, ankle_roll
         bodies) of rows `env_ids`. The first call gives the batch per-env friction tables."""
         self._check_open()
-        ids = self._rows(env_ids)
+        ids = resolve_env_ids(env_ids, self.num_envs)
         friction = np.asarray(friction, np.float64).reshape(-1)
         if friction.shape != (ids.size,):
             raise ValueError(f"friction must have shape ({ids.size},), got {friction.shape}")
@@ -596,8 +539,8 @@ class MujocoBackend:
         """Move the centre of mass of `body` to nominal + offset (M, 3) m, body frame, for rows
         `env_ids` (inertia and mass unchanged; derived constants are not recomputed)."""
         self._check_open()
-        ids = self._rows(env_ids)
-        bid = self._id(mujoco.mjtObj.mjOBJ_BODY, body)
+        ids = resolve_env_ids(env_ids, self.num_envs)
+        bid = name_to_id(self.model, mujoco.mjtObj.mjOBJ_BODY, body)
         offset = np.asarray(offset, np.float64)
         if offset.shape != (ids.size, 3):
             raise ValueError(f"offset must have shape ({ids.size}, 3), got {offset.shape}")
