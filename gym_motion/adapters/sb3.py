@@ -223,7 +223,11 @@ class TrackingStats:
         tracking = 0.0
         for key, value in info.items():
             if key.startswith("reward/"):
-                m = float(value.mean())
+                valid = info.get("_" + key)
+                if valid is None or valid.all():
+                    m = float(value.mean())
+                else:  # rows being autoreset (NEXT_STEP mode) are masked out
+                    m = float(value[valid].mean()) if valid.any() else 0.0
                 self.step_sums[key] = self.step_sums.get(key, 0.0) + m
                 if key[7:] in self.tracking:
                     tracking += m
