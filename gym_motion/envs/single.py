@@ -8,22 +8,17 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
-from gym_motion.envs.tracking import TrackingVecEnv
+from gym_motion.envs.tracking import ACTION_BOUND, TrackingVecEnv
 
-# The views for RL libraries that need a bounded Box (SB3's check_env and algorithms) declare
-# actions in [-ACTION_BOUND, ACTION_BOUND]: at ACTION_SCALE (0.07 .. 0.55 rad per unit) that
-# reaches past every joint range, so the bound only rules out values no policy needs.
-# The batched env itself takes any finite action.
-ACTION_BOUND = 10.0
+__all__ = ["ACTION_BOUND", "TrackingEnv"]
 
 
 class TrackingEnv(gym.Env):
     """One G1 tracking env for `gymnasium.make`, tools that want a `gymnasium.Env`, and viewers.
 
     Takes the keyword arguments of `TrackingVecEnv` (except num_envs and autoreset_mode).
-    Observations are the single-env slices; info values are the env's scalars. The action
-    space is ``Box(-ACTION_BOUND, ACTION_BOUND, (29,), float32)`` (finite, as SB3 requires);
-    actions are passed on unclipped.
+    Observations are the single-env slices; info values are the env's scalars; the action
+    space is the vector env's single action space.
     """
 
     metadata = {"render_modes": []}
@@ -33,8 +28,7 @@ class TrackingEnv(gym.Env):
         kwargs.pop("autoreset_mode", None)
         self.vec = TrackingVecEnv(num_envs=1, autoreset_mode=AutoresetMode.DISABLED, **kwargs)
         self.observation_space = self.vec.single_observation_space
-        space = self.vec.single_action_space
-        self.action_space = gym.spaces.Box(-ACTION_BOUND, ACTION_BOUND, space.shape, space.dtype)
+        self.action_space = self.vec.single_action_space
         self.render_mode = None
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):

@@ -27,6 +27,10 @@ from gym_motion.motion.library import MotionLibrary
 from gym_motion.motion.sampler import MotionSampler
 from gym_motion.robots import g1
 
+# Actions are declared in [-ACTION_BOUND, ACTION_BOUND] (RL libraries such as SB3 need a bounded
+# Box): at ACTION_SCALE (0.07 .. 0.55 rad per unit) that reaches past every joint range, so the
+# bound only rules out values no policy needs. Actions are not clipped.
+ACTION_BOUND = 10.0
 PHASES = ("action", "physics", "copy", "command", "termination", "reward", "reset", "observation")
 NONFINITE = "nonfinite"
 TIME_OUT = "time_out"
@@ -37,9 +41,9 @@ class TrackingVecEnv(VectorEnv):
 
     Observation: ``Box(160,)`` float32 policy observation (154 without state estimation), or
     with ``obs_mode="dict"`` a Dict of "policy" and "critic" (286) groups. Action:
-    ``Box(-inf, inf, (29,), float32)``, joint position offsets scaled by `g1.ACTION_SCALE`
-    around the default pose (TASK_SPEC section 6). Reward: sum of the configured terms times
-    the control step 0.02 s.
+    ``Box(-10, 10, (29,), float32)`` (`ACTION_BOUND`; not clipped), joint position offsets
+    scaled by `g1.ACTION_SCALE` around the default pose (TASK_SPEC section 6). Reward: sum of
+    the configured terms times the control step 0.02 s.
 
     Step order (one control step):
       1. actions -> joint position targets (default + scale * action - encoder bias);
@@ -198,7 +202,7 @@ class TrackingVecEnv(VectorEnv):
             self.single_observation_space = gym.spaces.Dict({g: box(d) for g, d in dims.items()})
         else:
             self.single_observation_space = box(dims["policy"])
-        self.single_action_space = gym.spaces.Box(-np.inf, np.inf, (j,), np.float32)
+        self.single_action_space = gym.spaces.Box(-ACTION_BOUND, ACTION_BOUND, (j,), np.float32)
         self.observation_space = gym.vector.utils.batch_space(self.single_observation_space, n)
         self.action_space = gym.vector.utils.batch_space(self.single_action_space, n)
 
