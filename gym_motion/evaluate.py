@@ -10,7 +10,10 @@ An episode succeeds when it reaches that limit without a termination. Per clip: 
 mean episode length (steps and s), MPKPE and root-relative MPKPE over the tracked bodies (mm),
 joint position error (rad), anchor position (m) and rotation (rad) errors, and the mean
 tracking reward per step (sum of the positive-weight terms, weighted, before dt; the maximum
-is the sum of their weights). Errors are episode means as the env computes them (the
+is the sum of their weights) over the steps the robot survived, and the same sum divided by
+the clip's steps (``tracking_reward_per_clip_step``: a fallen robot earns nothing for the
+rest of the clip, so policies that survive for different times compare on one scale).
+Errors are episode means as the env computes them (the
 ``final/error/*`` infos of `TrackingVecEnv`).
 
 With eval_cfg and the CPU backend every episode of a clip is the same, so ``--episodes 1``
@@ -48,6 +51,7 @@ METRICS = (
     "anchor_pos_m",
     "anchor_rot_rad",
     "tracking_reward_per_step",
+    "tracking_reward_per_clip_step",
     "return",
 )
 
@@ -162,6 +166,7 @@ def evaluate_clip(
             rec["anchor_rot_rad"][new] = info["final/error/anchor_rot"][new]
             track = sum(info[f"final/reward/{t}"][new].astype(np.float64) for t in terms)
             rec["tracking_reward_per_step"][new] = track / (length * dt)
+            rec["tracking_reward_per_clip_step"][new] = track / (horizon * dt)
             rec["return"][new] = info["final/return"][new]
             done |= new
             if done.all():
@@ -251,6 +256,7 @@ def format_table(result: dict[str, Any]) -> str:
         ("root_mpkpe_mm", "root_mpkpe_mm", "{:.1f}"),
         ("joint_rad", "joint_pos_rad", "{:.3f}"),
         ("track_rew", "tracking_reward_per_step", "{:.3f}"),
+        ("track_rew_clip", "tracking_reward_per_clip_step", "{:.3f}"),
     )
     rows = [(Path(c).name, r) for c, r in result["clips"].items()]
     if len(rows) > 1:

@@ -441,6 +441,8 @@ def train(config: TrainConfig) -> dict[str, Any]:
             "episode_length_ratio": a["episode_length"] / max(b["episode_length"], 1e-9),
             "tracking_reward_per_step": [b["tracking_reward_per_step"],
                                          a["tracking_reward_per_step"]],
+            "tracking_reward_per_clip_step": [b["tracking_reward_per_clip_step"],
+                                              a["tracking_reward_per_clip_step"]],
             "mpkpe_mm": [b["mpkpe_mm"], a["mpkpe_mm"]],
         }  # fmt: skip
     venv.close()

@@ -61,7 +61,8 @@ def test_eval_cli_on_the_run(tiny_run, capsys):
     (clip,) = result["clips"].values()
     assert clip["max_episode_steps"] == 25
     for key in ("success_rate", "mpkpe_mm", "root_mpkpe_mm", "joint_pos_rad",
-                "tracking_reward_per_step", "episode_length"):  # fmt: skip
+                "tracking_reward_per_step", "tracking_reward_per_clip_step",
+                "episode_length"):  # fmt: skip
         assert key in clip
 
 
