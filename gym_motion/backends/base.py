@@ -80,8 +80,9 @@ class SimBackend(Protocol):
         """Advance every env `decimation` substeps holding position targets (N, J) rad."""
         ...
 
-    def copy_body_state_w(self, out: BodyState) -> None:
-        """Fill `out` in place with the state after the last substep (or last write)."""
+    def copy_body_state_w(self, out: BodyState, env_ids: np.ndarray | None = None) -> None:
+        """Fill `out` in place with the state after the last substep (or last write); only
+        rows `env_ids` (M,) int when given, other rows of `out` untouched."""
         ...
 
     def write_state(self, env_ids: np.ndarray, qpos: np.ndarray, qvel: np.ndarray) -> None:

@@ -367,18 +367,21 @@ class MjWarpBackend:
         self._mark(t2, "gather_copy")
         self._read_flags()
 
-    def copy_body_state_w(self, out: BodyState) -> None:
-        """Fill `out` in place (float32 arrays as in `BodyState`) with the current state."""
+    def copy_body_state_w(self, out: BodyState, env_ids: np.ndarray | None = None) -> None:
+        """Fill `out` in place (float32 arrays as in `BodyState`) with the current state, or
+        only its rows `env_ids` (M,) (other rows untouched)."""
         self._check_open()
         if self._dirty:
             self._refresh()
         v = self._views
-        np.copyto(out.pos_w, v.pos_w)
-        np.copyto(out.quat_w, v.quat_w)
-        np.copyto(out.lin_vel_w, v.lin_vel_w)
-        np.copyto(out.ang_vel_w, v.ang_vel_w)
-        np.copyto(out.joint_pos, v.joint_pos)
-        np.copyto(out.joint_vel, v.joint_vel)
+        fields = ("pos_w", "quat_w", "lin_vel_w", "ang_vel_w", "joint_pos", "joint_vel")
+        if env_ids is None:
+            for f in fields:
+                np.copyto(getattr(out, f), getattr(v, f))
+            return
+        rows = resolve_env_ids(env_ids, self.num_envs)
+        for f in fields:
+            getattr(out, f)[rows] = getattr(v, f)[rows]
 
     def write_state(self, env_ids: np.ndarray, qpos: np.ndarray, qvel: np.ndarray) -> None:
         """Set qpos (M, nq) and qvel (M, nv) of worlds `env_ids` (M,) and clear their solver

@@ -119,6 +119,7 @@ def _body_state_kernel(
     bodies,
     joint_qadr,
     joint_dadr,
+    rows,
     pos_out,
     quat_out,
     lin_out,
@@ -126,15 +127,17 @@ def _body_state_kernel(
     jpos_out,
     jvel_out,
 ):
-    """Forward kinematics and body-origin velocities of every env, as mj_kinematics + comVel.
+    """Forward kinematics and body-origin velocities of envs `rows`, as mj_kinematics + comVel.
 
     qpos (N, nq), qvel (N, nv) float64 (any strides); model tables as in MjModel; bodies (B,),
-    joint_qadr/joint_dadr (J,) int. Outputs (float32): pos (N,B,3), quat wxyz (N,B,4),
-    lin vel of body origin (N,B,3) and ang vel (N,B,3), world frame; joint pos/vel (N,J).
+    joint_qadr/joint_dadr (J,) int; rows (M,) int64, the envs to compute. Outputs (float32),
+    written at those rows only: pos (N,B,3), quat wxyz (N,B,4), lin vel of body origin (N,B,3)
+    and ang vel (N,B,3), world frame; joint pos/vel (N,J).
     """
-    n = qpos.shape[0]
+    n = rows.shape[0]
     nbody = parent.shape[0]
-    for e in nb.prange(n):
+    for r in nb.prange(n):
+        e = rows[r]
         xp = np.zeros((nbody, 3))
         xq = np.zeros((nbody, 4))
         w = np.zeros((nbody, 3))
@@ -355,6 +358,7 @@ class MujocoBackend:
             raise ValueError(f"decimation must be >= 1, got {decimation}")
         self.model = model = model.__copy__()
         self.num_envs = int(num_envs)
+        self._all_rows = np.arange(self.num_envs, dtype=np.int64)
         self.decimation = int(decimation)
         self.physics_dt = float(model.opt.timestep)
         self.body_names = tuple(body_names)
@@ -478,8 +482,9 @@ class MujocoBackend:
             self.self_contact_substeps,
         )
 
-    def copy_body_state_w(self, out: BodyState) -> None:
-        """Fill `out` (float32, world frame) from the current qpos/qvel of every env.
+    def copy_body_state_w(self, out: BodyState, env_ids: np.ndarray | None = None) -> None:
+        """Fill `out` (float32, world frame) from the current qpos/qvel of every env, or of
+        rows `env_ids` (M,) only (other rows of `out` untouched).
 
         Kinematics are computed from the state itself (as mj_kinematics + mj_comVel would), so
         they are fresh after `step` and after `write_state` alike. lin_vel_w is the velocity of
@@ -493,6 +498,7 @@ class MujocoBackend:
             self._bodies,
             self._joint_qadr,
             self._joint_dadr,
+            self._all_rows if env_ids is None else resolve_env_ids(env_ids, self.num_envs),
             out.pos_w,
             out.quat_w,
             out.lin_vel_w,

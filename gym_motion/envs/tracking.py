@@ -330,9 +330,10 @@ class TrackingVecEnv(VectorEnv):
             reinit = np.union1d(reinit, restart)
         if reinit.size:
             self._reinitialise(reinit)
-        if reinit.size or push_ids.size:
-            self.backend.copy_body_state_w(s.robot)
-            self.command.refresh()
+        written = np.union1d(reinit, push_ids)
+        if written.size:
+            self.backend.copy_body_state_w(s.robot, written)
+            self.command.refresh(written)
         t = self._lap("reset", t)
 
         # 7: observations
@@ -360,10 +361,10 @@ class TrackingVecEnv(VectorEnv):
         return now
 
     def _observation(self):
-        bufs = self.observations.compute(self._rng)
         if self.obs_mode == "dict":
+            bufs = self.observations.compute(self._rng)
             return {g: b.copy() for g, b in bufs.items()}
-        return bufs["policy"].copy()
+        return self.observations.compute(self._rng, ("policy",))["policy"].copy()
 
     def _start_episodes(self, ids: np.ndarray) -> None:
         """New episodes on rows `ids`: counters, logs, per-episode events, a sampled frame."""

@@ -9,8 +9,9 @@ from gym_motion.kernels.quat import quat_mul, quat_rotate, yaw_quat
 
 @njit(parallel=True, cache=True)
 def reanchor_bodies(
-    ref_pos_w, ref_quat_w, anchor, robot_anchor_pos_w, robot_anchor_quat_w, out_pos, out_quat
-):
+    ref_pos_w, ref_quat_w, anchor, robot_anchor_pos_w, robot_anchor_quat_w, env_ids, out_pos,
+    out_quat,
+):  # fmt: skip
     """Move the reference bodies so that its anchor sits under the robot's anchor.
 
     With dp = (robot anchor x, robot anchor y, reference anchor z) and dq the yaw part of
@@ -23,11 +24,13 @@ def reanchor_bodies(
         anchor: int, index of the anchor body along B.
         robot_anchor_pos_w: (N, 3) float32, robot anchor position, world frame, m.
         robot_anchor_quat_w: (N, 4) float32, robot anchor orientation, wxyz.
+        env_ids: (M,) int, the rows to compute; other rows of the outputs are untouched.
         out_pos: (N, B, 3) float32, written: re-anchored reference positions, world frame, m.
         out_quat: (N, B, 4) float32, written: re-anchored reference orientations, wxyz.
     """
-    n, nb = ref_pos_w.shape[0], ref_pos_w.shape[1]
-    for i in prange(n):
+    nb = ref_pos_w.shape[1]
+    for m in prange(env_ids.shape[0]):
+        i = env_ids[m]
         aw, ax, ay, az = (
             ref_quat_w[i, anchor, 0],
             ref_quat_w[i, anchor, 1],
@@ -61,16 +64,18 @@ def reanchor_bodies(
 
 
 @njit(parallel=True, cache=True)
-def gather_frames(src, row_ids, body_ids, out):
-    """Gather ``out[i, k] = src[row_ids[i], body_ids[k]]`` for a (F, B_all, D) clip array.
+def gather_frames(src, row_ids, body_ids, env_ids, out):
+    """Gather ``out[i, k] = src[row_ids[i], body_ids[k]]`` for i in `env_ids`.
 
     Args:
         src: (F, B_all, D) float32, concatenated motion frames.
         row_ids: (N,) int, flat frame index of each env.
         body_ids: (B,) int, which bodies to gather.
+        env_ids: (M,) int, the rows to gather; other rows of `out` are untouched.
         out: (N, B, D) float32, written.
     """
-    for i in prange(row_ids.shape[0]):
+    for m in prange(env_ids.shape[0]):
+        i = env_ids[m]
         r = row_ids[i]
         for k in range(body_ids.shape[0]):
             for d in range(src.shape[2]):
@@ -78,9 +83,11 @@ def gather_frames(src, row_ids, body_ids, out):
 
 
 @njit(parallel=True, cache=True)
-def gather_rows(src, row_ids, out):
-    """Gather ``out[i] = src[row_ids[i]]`` for a (F, D) array; out (N, D)."""
-    for i in prange(row_ids.shape[0]):
+def gather_rows(src, row_ids, env_ids, out):
+    """Gather ``out[i] = src[row_ids[i]]`` for i in `env_ids` (M,) from a (F, D) array into
+    out (N, D); other rows untouched."""
+    for m in prange(env_ids.shape[0]):
+        i = env_ids[m]
         r = row_ids[i]
         for d in range(src.shape[1]):
             out[i, d] = src[r, d]

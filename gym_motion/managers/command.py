@@ -39,6 +39,7 @@ class CommandManager:
         self.frames = np.zeros(n, np.int32)
         self.clip_end = np.zeros(n, bool)
         self._rows = np.zeros(n, np.int64)
+        self._all = np.arange(n, dtype=np.int64)
 
     def set_frames(self, env_ids: np.ndarray, clip_ids: np.ndarray, frames: np.ndarray) -> None:
         """Point rows `env_ids` (M,) at (clip_ids, frames) (M,) int."""
@@ -64,22 +65,24 @@ class CommandManager:
             return self._rows
         return self._starts[self.clip_ids[env_ids]] + self.frames[env_ids]
 
-    def refresh(self) -> None:
-        """Gather the reference at the current frames and re-anchor it on the robot.
+    def refresh(self, env_ids: np.ndarray | None = None) -> None:
+        """Gather the reference at the current frames and re-anchor it on the robot, for all
+        envs or rows `env_ids` (M,) int64 only.
 
-        Must run after the robot state is fresh (after physics or after a state write).
+        Must run after the robot state of those rows is fresh (after physics or a state write).
         """
         lib, s = self.library, self._state
         rows = self.reference_rows()
+        ids = self._all if env_ids is None else env_ids
         ref = s.ref
-        gather_frames(lib.body_pos_w, rows, self._body_ids, ref.pos_w)
-        gather_frames(lib.body_quat_w, rows, self._body_ids, ref.quat_w)
-        gather_frames(lib.body_lin_vel_w, rows, self._body_ids, ref.lin_vel_w)
-        gather_frames(lib.body_ang_vel_w, rows, self._body_ids, ref.ang_vel_w)
-        gather_rows(lib.joint_pos, rows, ref.joint_pos)
-        gather_rows(lib.joint_vel, rows, ref.joint_vel)
+        gather_frames(lib.body_pos_w, rows, self._body_ids, ids, ref.pos_w)
+        gather_frames(lib.body_quat_w, rows, self._body_ids, ids, ref.quat_w)
+        gather_frames(lib.body_lin_vel_w, rows, self._body_ids, ids, ref.lin_vel_w)
+        gather_frames(lib.body_ang_vel_w, rows, self._body_ids, ids, ref.ang_vel_w)
+        gather_rows(lib.joint_pos, rows, ids, ref.joint_pos)
+        gather_rows(lib.joint_vel, rows, ids, ref.joint_vel)
         a = s.anchor
         reanchor_bodies(
-            ref.pos_w, ref.quat_w, a, s.robot.pos_w[:, a], s.robot.quat_w[:, a],
+            ref.pos_w, ref.quat_w, a, s.robot.pos_w[:, a], s.robot.quat_w[:, a], ids,
             s.ref_rel_pos_w, s.ref_rel_quat_w,
         )  # fmt: skip

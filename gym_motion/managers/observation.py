@@ -99,31 +99,35 @@ class ObservationManager:
         n = state.num_envs
         self.buffers: dict[str, np.ndarray] = {}
         self._slices: dict[str, list[tuple[Callable, slice]]] = {}
-        self._noise_scale: dict[str, np.ndarray | None] = {}
+        # per group: (column slice, its noise half-widths (D,), a (N, D) uniform buffer)
+        self._noise: dict[str, list[tuple[slice, np.ndarray, np.ndarray]]] = {}
         self.term_slices: dict[str, dict[str, slice]] = {}
         for group, terms in groups.items():
             dim = sum(t.dim for t in terms.values())
             self.buffers[group] = np.zeros((n, dim), np.float32)
             start = 0
             self._slices[group] = []
+            self._noise[group] = []
             self.term_slices[group] = {}
-            scale = np.zeros(dim, np.float32)
             for name, t in terms.items():
                 sl = slice(start, start + t.dim)
                 self._slices[group].append((t.func, sl))
                 self.term_slices[group][name] = sl
-                scale[sl] = t.noise
+                if noise and t.noise:
+                    scale = np.full(t.dim, t.noise, np.float32)
+                    self._noise[group].append((sl, scale, np.zeros((n, t.dim), np.float32)))
                 start += t.dim
-            self._noise_scale[group] = scale if noise and scale.any() else None
-        self._unit = {g: np.zeros_like(b) for g, b in self.buffers.items()}
 
-    def compute(self, rng: np.random.Generator) -> dict[str, np.ndarray]:
-        """Fill every group buffer (owned; copy before handing out)."""
-        for group, buf in self.buffers.items():
+    def compute(
+        self, rng: np.random.Generator, groups: tuple[str, ...] | None = None
+    ) -> dict[str, np.ndarray]:
+        """Fill the buffers of `groups` (all when None); returns all buffers (owned: copy
+        before handing out). Noise is drawn for the noisy terms' columns only."""
+        for group in groups or tuple(self.buffers):
+            buf = self.buffers[group]
             for func, sl in self._slices[group]:
                 func(self._state, buf[:, sl])
-            scale = self._noise_scale[group]
-            if scale is not None:
-                rng.random(dtype=np.float32, out=self._unit[group])
-                k.add_uniform_noise(buf, self._unit[group], scale)
+            for sl, scale, unit in self._noise[group]:
+                rng.random(dtype=np.float32, out=unit)
+                k.add_uniform_noise(buf[:, sl], unit, scale)
         return self.buffers

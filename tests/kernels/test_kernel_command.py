@@ -27,8 +27,8 @@ def _run(ref_pos, ref_quat, robot_pos, robot_quat):
     out_pos = np.full((n, N_BODIES, 3), np.nan, np.float32)
     out_quat = np.full((n, N_BODIES, 4), np.nan, np.float32)
     call_unmutated(
-        reanchor_bodies, ref_pos, ref_quat, ANCHOR, robot_pos, robot_quat, out_pos, out_quat,
-        written=(-1, -2),
+        reanchor_bodies, ref_pos, ref_quat, ANCHOR, robot_pos, robot_quat,
+        np.arange(ref_pos.shape[0]), out_pos, out_quat, written=(-1, -2),
     )  # fmt: skip
     return out_pos, out_quat
 
@@ -142,12 +142,18 @@ def test_gather_frames_equals_fancy_indexing(n):
     rows[: min(n, 3)] = 49  # repeated rows and the last frame
     body_ids = np.array([0, 5, 2, 19, 7, 11], np.int64)
     out = np.full((n, body_ids.size, 4), np.nan, np.float32)
-    call_unmutated(gather_frames, src, rows, body_ids, out)
+    every = np.arange(n, dtype=np.int64)
+    call_unmutated(gather_frames, src, rows, body_ids, every, out)
     assert out.tobytes() == src[rows][:, body_ids].tobytes()
     out3 = np.full((n, 20, 3), np.nan, np.float32)
     src3 = f32(rng.standard_normal((50, 20, 3)))
-    call_unmutated(gather_frames, src3, rows, np.arange(20, dtype=np.int64), out3)
+    call_unmutated(gather_frames, src3, rows, np.arange(20, dtype=np.int64), every, out3)
     assert out3.tobytes() == src3[rows].tobytes()
+    some = every[::3]  # only these rows are written; the others keep their NaN
+    out4 = np.full((n, body_ids.size, 4), np.nan, np.float32)
+    call_unmutated(gather_frames, src, rows, body_ids, some, out4)
+    assert out4[some].tobytes() == src[rows[some]][:, body_ids].tobytes()
+    assert np.isnan(np.delete(out4, some, axis=0)).all()
 
 
 @pytest.mark.parametrize("n", SIZES)
@@ -157,5 +163,10 @@ def test_gather_rows_equals_fancy_indexing(n):
     rows = rng.integers(0, 50, n).astype(np.int64)
     rows[: min(n, 2)] = 0
     out = np.full((n, 29), np.nan, np.float32)
-    call_unmutated(gather_rows, src, rows, out)
+    call_unmutated(gather_rows, src, rows, np.arange(n, dtype=np.int64), out)
     assert out.tobytes() == src[rows].tobytes()
+    some = np.arange(n, dtype=np.int64)[1::2]
+    out2 = np.full((n, 29), np.nan, np.float32)
+    call_unmutated(gather_rows, src, rows, some, out2)
+    assert out2[some].tobytes() == src[rows[some]].tobytes()
+    assert np.isnan(np.delete(out2, some, axis=0)).all()
