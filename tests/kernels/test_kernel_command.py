@@ -170,3 +170,21 @@ def test_gather_rows_equals_fancy_indexing(n):
     call_unmutated(gather_rows, src, rows, some, out2)
     assert out2[some].tobytes() == src[rows[some]].tobytes()
     assert np.isnan(np.delete(out2, some, axis=0)).all()
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_reanchor_bodies_on_reset_rows_leaves_other_rows_untouched(n):
+    rng = rng_for(n, 38)
+    ref_pos, ref_quat, robot_pos, robot_quat = _state(rng, n)
+    full_pos, full_quat = _run(ref_pos, ref_quat, robot_pos, robot_quat)
+    some = np.arange(n, dtype=np.int64)[::2]
+    out_pos = np.full((n, N_BODIES, 3), np.nan, np.float32)
+    out_quat = np.full((n, N_BODIES, 4), np.nan, np.float32)
+    call_unmutated(
+        reanchor_bodies, ref_pos, ref_quat, ANCHOR, robot_pos, robot_quat, some,
+        out_pos, out_quat, written=(-1, -2),
+    )  # fmt: skip
+    assert out_pos[some].tobytes() == full_pos[some].tobytes()
+    assert out_quat[some].tobytes() == full_quat[some].tobytes()
+    assert np.isnan(np.delete(out_pos, some, axis=0)).all()
+    assert np.isnan(np.delete(out_quat, some, axis=0)).all()
