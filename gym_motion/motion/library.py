@@ -25,7 +25,7 @@ from types import ModuleType
 import numpy as np
 
 from gym_motion.motion import _kinematics
-from gym_motion.motion.clip import MotionClip, load_clip
+from gym_motion.motion.clip import ARRAY_KEYS, MotionClip, load_clip
 
 __all__ = ["MotionLibrary", "ReferenceState"]
 
@@ -49,14 +49,7 @@ class ReferenceState:
     body_ang_vel_w: np.ndarray
 
 
-_FIELDS = (
-    "joint_pos",
-    "joint_vel",
-    "body_pos_w",
-    "body_quat_w",
-    "body_lin_vel_w",
-    "body_ang_vel_w",
-)
+_FIELDS = ARRAY_KEYS  # the clip arrays, stored concatenated
 
 
 class MotionLibrary:
