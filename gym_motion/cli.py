@@ -18,6 +18,7 @@ Example:
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import warnings
 from collections.abc import Callable, Sequence
@@ -184,16 +185,33 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``gym-motion`` command line; returns the exit code.
 
-    Motion format errors (``MotionFormatError``) are printed as one line with exit code 2.
+    User errors (bad values, motion format errors, missing files, a missing optional
+    dependency) are printed as one line with exit code 2; set ``GYM_MOTION_DEBUG=1`` for the
+    traceback.
     """
-    from gym_motion.motion.clip import MotionFormatError
-
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except (MotionFormatError, FileNotFoundError) as exc:
+    except ModuleNotFoundError as exc:
+        if os.environ.get("GYM_MOTION_DEBUG") or exc.name not in _OPTIONAL:
+            raise
+        print(
+            f"gym-motion {args.command}: error: {exc.name} is not installed; "
+            f'install the training extras: pip install -e ".[sb3]"',
+            file=sys.stderr,
+        )
+        return 2
+    except (ValueError, FileNotFoundError, FileExistsError) as exc:  # MotionFormatError too
+        if os.environ.get("GYM_MOTION_DEBUG"):
+            raise
         print(f"gym-motion {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # output piped into `head` and the like
+        return 0
+
+
+# Packages of the [sb3] extra: their absence is a set-up problem, not a bug.
+_OPTIONAL = ("stable_baselines3", "torch", "tensorboard", "matplotlib")
 
 
 if __name__ == "__main__":

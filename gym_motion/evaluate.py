@@ -289,7 +289,9 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--max-seconds", type=float, default=None, help="cap on an episode, s")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
-        "--json", default=None, help="output JSON (default RUN_DIR/eval.json, else eval.json)"
+        "--json",
+        default=None,
+        help="output JSON (default RUN_DIR/eval_<policy>.json, else eval.json)",
     )
     p.set_defaults(func=_run_cli)
 

@@ -382,8 +382,8 @@ def train(config: TrainConfig) -> dict[str, Any]:
 
         motions = [str(DEFAULT_MOTION_PATH)]
     out = Path(config.out or _default_out())
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "config.json").write_text(json.dumps(resolved_config(config, motions), indent=2))
+    if (out / "model.zip").exists():
+        raise FileExistsError(f"{out} already holds a run (model.zip); choose another --out")
     eval_kw = {
         "episodes": config.eval_episodes,
         "backend": config.backend,
@@ -394,7 +394,9 @@ def train(config: TrainConfig) -> dict[str, Any]:
         "backend_kwargs": config.backend_kwargs or None,
     }
     print(f"gym-motion train: run folder {out}", flush=True)
-    before = evaluate_policy_on_clips(motions, None, **eval_kw)
+    before = evaluate_policy_on_clips(motions, None, **eval_kw)  # also validates the clips
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(json.dumps(resolved_config(config, motions), indent=2))
 
     venv = make_env(config, motions)
     model, _schedule = make_model(config, venv)

@@ -93,3 +93,11 @@ def test_wall_clock_budget_stops_learning(tmp_path):
     assert summary["stopped_by"] == "max_minutes"
     assert summary["env_steps"] < 96  # one rollout of 24 steps x 2 envs (and one step)
     assert "after" in summary
+
+
+def test_cli_user_errors_are_one_line_with_exit_code_2(tiny_run, capsys):
+    assert main(["train", "--out", str(tiny_run), "--total-steps", "100"]) == 2
+    assert "already holds a run" in capsys.readouterr().err
+    assert main(["eval", "--policy", "zero", "--backend", "mjx", "--max-seconds", "0.1"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown backend 'mjx'" in err and "Traceback" not in err

@@ -117,18 +117,22 @@ class MotionLibrary:
         robot: ModuleType | None = None,
         body_names: Sequence[str] | None = None,
     ) -> MotionLibrary:
-        """Load clips (a list of npz paths, one npz, or a folder of ``*.npz``) resampled to ``fps``.
+        """Load clips (one npz or folder of ``*.npz``, or a list of them) resampled to ``fps``.
 
         Every clip is validated by ``load_clip``; bodies default to ``robot.BODY_NAMES``.
         """
         robot = _kinematics.default_robot() if robot is None else robot
         if isinstance(paths, (str, os.PathLike)):
-            p = Path(paths)
-            files = sorted(p.glob("*.npz")) if p.is_dir() else [p]
-            if not files:
-                raise FileNotFoundError(f"no .npz motion files in {p}")
-        else:
-            files = [Path(p) for p in paths]
+            paths = [paths]
+        files = []
+        for p in map(Path, paths):
+            if p.is_dir():
+                found = sorted(p.glob("*.npz"))
+                if not found:
+                    raise FileNotFoundError(f"no .npz motion files in {p}")
+                files.extend(found)
+            else:
+                files.append(p)
         clips = [load_clip(f, robot=robot, fps=fps) for f in files]
         names = body_names if body_names is not None else robot.BODY_NAMES
         return cls(clips, body_names=names, names=[f.stem for f in files])

@@ -70,3 +70,13 @@ def test_from_a_folder_loads_every_npz_resampled(default_clip, tmp_path):
     assert lib.lengths.tolist() == [401, 401]  # 8 s at 50 fps, whatever the file's rate
     single = MotionLibrary.from_paths(DEFAULT_MOTION_PATH)
     assert single.num_clips == 1
+
+
+def test_folders_load_inside_a_list_of_paths(tmp_path):
+    folder = tmp_path / "clips"
+    folder.mkdir()
+    (folder / "a.npz").write_bytes(DEFAULT_MOTION_PATH.read_bytes())
+    lib = MotionLibrary.from_paths([folder, DEFAULT_MOTION_PATH])
+    assert lib.num_clips == 2 and lib.names == ("a", DEFAULT_MOTION_PATH.stem)
+    with pytest.raises(FileNotFoundError, match="no .npz motion files"):
+        MotionLibrary.from_paths([tmp_path / "clips", tmp_path])
