@@ -32,7 +32,9 @@ __all__ = ["clip_from_qpos", "convert_csv", "read_csv", "resample_qpos"]
 
 ROOT_COLUMNS = 7  # xyz + quaternion
 QUAT_NORM_TOL = 1e-2  # CSVs are often written with ~6 decimals
-UPRIGHT_MIN = 0.0  # mean root up-vector z below this means the quaternion order looks wrong
+# Mean root up-vector z: below this in the given order but above it in the other order means the
+# quaternion order looks wrong (jazzwalk: 0.99 read right, 0.57 read in the wrong order).
+UPRIGHT_MIN = 0.9
 
 
 def read_csv(
@@ -91,7 +93,7 @@ def read_csv(
     if up < UPRIGHT_MIN and _up_z(_quat.normalize(other)) > UPRIGHT_MIN:
         swapped = "wxyz" if quat_order == "xyzw" else "xyzw"
         raise MotionFormatError(
-            f"{src}: read as {quat_order}, the root quaternion puts the robot upside down (mean "
+            f"{src}: read as {quat_order}, the root quaternion tilts the robot (mean "
             f"up-vector z {up:.2f}), read as {swapped} it is upright: the columns look like "
             f"{swapped}. Pass quat_order={swapped!r} (CLI: --quat-order {swapped})"
         )

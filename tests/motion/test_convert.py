@@ -116,6 +116,9 @@ def test_wxyz_quaternion_columns_are_detected(motions_dir, tmp_path):
         convert_csv(path, input_fps=60)
     clip = convert_csv(path, input_fps=60, output_fps=60, quat_order="wxyz")
     assert clip.num_frames == 50
+    xyzw = motions_dir / "g1moves_jazzwalk_60fps.csv"  # the real order, forced the wrong way
+    with pytest.raises(MotionFormatError, match="look like xyzw"):
+        convert_csv(xyzw, input_fps=60, quat_order="wxyz")
 
 
 def test_non_unit_quaternion_columns_are_explained(tmp_path):
