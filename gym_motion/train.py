@@ -21,7 +21,7 @@ to SB3 on a CPU:
 - N envs: 128 by default instead of 4096 (two CPU cores give 1-6 thousand env steps per
   second depending on what else runs, so an update of 24 x 4096 samples would take most of a
   minute). The minibatch is still a quarter of the rollout (24 N / 4 = 768), so an update stays
-  20 gradient steps. Default budget: 2M env steps or 12 minutes of learning, whichever comes
+  20 gradient steps. Default budget: 3M env steps or 12 minutes of learning, whichever comes
   first (`DEFAULT_MAX_MINUTES`), so that the whole run, evaluations included, stays within 15
   minutes on a 2-core machine.
 - Initial action std 0.37 (``log_std_init=-1``) instead of 1.0: with ~10^6 samples instead of
@@ -110,7 +110,7 @@ class TrainConfig:
 
     motion: list[str] = field(default_factory=list)
     num_envs: int = 128
-    total_steps: int = 2_000_000
+    total_steps: int = 3_000_000
     max_minutes: float | None = None
     backend: str = "mujoco"
     seed: int = 0

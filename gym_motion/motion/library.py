@@ -1,24 +1,20 @@
 """A library of motion clips in flat arrays, addressed by (clip id, frame).
 
 All clips share one rate (the control rate) and one body list. Frames of all clips are
-concatenated: clip ``c`` frame ``f`` is row ``starts[c] + f`` of every array. Gathering the
-reference state of N envs is a few ``np.take`` calls into preallocated outputs.
+concatenated: clip ``c`` frame ``f`` is row ``starts[c] + f`` of every array. The env's
+`gym_motion.managers.command.CommandManager` reads the rows of its envs with Numba kernels.
 
 Example:
-    >>> import numpy as np
     >>> from gym_motion.motion import DEFAULT_MOTION_PATH, MotionLibrary
     >>> lib = MotionLibrary.from_paths([DEFAULT_MOTION_PATH], fps=50.0)
-    >>> ref = lib.allocate(4)
-    >>> lib.gather(np.zeros(4, np.int32), np.array([0, 1, 2, 3], np.int32), ref)
-    >>> ref.body_pos_w.shape
-    (4, 30, 3)
+    >>> lib.body_pos_w[lib.starts[0] + 10].shape  # clip 0, frame 10
+    (30, 3)
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
@@ -27,26 +23,7 @@ import numpy as np
 from gym_motion.motion import _kinematics
 from gym_motion.motion.clip import ARRAY_KEYS, MotionClip, load_clip
 
-__all__ = ["MotionLibrary", "ReferenceState"]
-
-
-@dataclass
-class ReferenceState:
-    """Reference state of N envs (preallocated by ``MotionLibrary.allocate``).
-
-    Attributes:
-        joint_pos, joint_vel: ``(N, J)`` float32, rad and rad/s.
-        body_pos_w: ``(N, B, 3)`` float32, world frame, m.
-        body_quat_w: ``(N, B, 4)`` float32, world frame, wxyz.
-        body_lin_vel_w, body_ang_vel_w: ``(N, B, 3)`` float32, world frame, m/s and rad/s.
-    """
-
-    joint_pos: np.ndarray
-    joint_vel: np.ndarray
-    body_pos_w: np.ndarray
-    body_quat_w: np.ndarray
-    body_lin_vel_w: np.ndarray
-    body_ang_vel_w: np.ndarray
+__all__ = ["MotionLibrary"]
 
 
 _FIELDS = ARRAY_KEYS  # the clip arrays, stored concatenated
@@ -158,37 +135,3 @@ class MotionLibrary:
         if missing:
             raise KeyError(f"bodies {missing} are not in the library ({self.body_names})")
         return np.array([self.body_names.index(n) for n in names], dtype=np.int64)
-
-    def allocate(self, num_envs: int) -> ReferenceState:
-        """Zeroed float32 outputs for ``gather`` of ``num_envs`` envs."""
-        return ReferenceState(
-            **{k: np.zeros((num_envs,) + getattr(self, k).shape[1:], np.float32) for k in _FIELDS}
-        )
-
-    def rows(self, clip_ids: np.ndarray, frames: np.ndarray) -> np.ndarray:
-        """Flat rows ``(N,) int64`` of (clip, frame) pairs; frames are clamped to each clip."""
-        clip_ids = np.asarray(clip_ids)
-        last = self.lengths[clip_ids].astype(np.int64) - 1
-        return self.starts[clip_ids] + np.clip(np.asarray(frames, np.int64), 0, last)
-
-    def gather(self, clip_ids: np.ndarray, frames: np.ndarray, out: ReferenceState) -> None:
-        """Write the reference state of (clip_ids, frames) into ``out`` (rows of its arrays).
-
-        ``clip_ids``, ``frames``: ``(N,)`` integers; frames past a clip's end are clamped to its
-        last frame. ``out`` arrays have leading size N (``allocate(N)``).
-        """
-        rows = self.rows(clip_ids, frames)
-        for key in _FIELDS:
-            np.take(getattr(self, key), rows, axis=0, out=getattr(out, key))
-
-    def advance(self, clip_ids: np.ndarray, frames: np.ndarray) -> np.ndarray:
-        """Advance ``frames (N,) int`` by one control step in place.
-
-        Returns ``(N,) bool``: the envs whose clip has ended (the frame moved past the last
-        frame; it is clamped to the last frame and the env should resample those envs).
-        """
-        frames += 1
-        lengths = self.lengths[clip_ids]
-        done = frames >= lengths
-        np.minimum(frames, lengths - 1, out=frames)
-        return done

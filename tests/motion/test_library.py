@@ -20,41 +20,24 @@ def two_clips(default_clip):
     return default_clip, short
 
 
-def test_gather_returns_each_clips_frames(two_clips):
+def test_row_starts_plus_frame_holds_each_clips_frame(two_clips):
     lib = MotionLibrary(two_clips)
     assert lib.num_clips == 2 and lib.lengths.tolist() == [401, 25]
     assert lib.starts.tolist() == [0, 401] and lib.num_frames == 426
-    clip_ids = np.array([0, 1, 1, 0, 1], np.int32)
-    frames = np.array([0, 3, 24, 400, 99], np.int32)  # 99 is past the short clip: clamped
-    out = lib.allocate(5)
-    lib.gather(clip_ids, frames, out)
-    expected_frames = [0, 3, 24, 400, 24]
-    for i, (c, f) in enumerate(zip(clip_ids, expected_frames, strict=True)):
-        clip = two_clips[c]
-        np.testing.assert_array_equal(out.joint_pos[i], clip.joint_pos[f])
-        np.testing.assert_array_equal(out.body_quat_w[i], clip.body_quat_w[f])
-        np.testing.assert_array_equal(out.body_ang_vel_w[i], clip.body_ang_vel_w[f])
-    assert out.body_pos_w.dtype == np.float32 and out.body_pos_w.shape == (5, 30, 3)
+    for c, f in [(0, 0), (1, 3), (1, 24), (0, 400)]:
+        clip, row = two_clips[c], lib.starts[c] + f
+        for key in ARRAY_KEYS:
+            np.testing.assert_array_equal(getattr(lib, key)[row], getattr(clip, key)[f])
+    assert lib.body_pos_w.dtype == np.float32 and lib.body_pos_w.shape == (426, 30, 3)
 
 
 def test_library_stores_a_body_subset_in_the_requested_order(two_clips):
     lib = MotionLibrary(two_clips, body_names=g1.TRACKED_BODIES)
-    out = lib.allocate(1)
-    lib.gather(np.array([0]), np.array([10]), out)
     torso = two_clips[0].body_index("torso_link")
-    np.testing.assert_array_equal(out.body_pos_w[0, 7], two_clips[0].body_pos_w[10, torso])
+    np.testing.assert_array_equal(lib.body_pos_w[10, 7], two_clips[0].body_pos_w[10, torso])
     np.testing.assert_array_equal(lib.body_indices(["pelvis", "torso_link"]), [0, 7])
     with pytest.raises(KeyError, match="head"):
         lib.body_indices(["head"])
-
-
-def test_advance_reports_clip_ends(two_clips):
-    lib = MotionLibrary(two_clips)
-    clip_ids = np.array([0, 1, 1], np.int32)
-    frames = np.array([5, 23, 24], np.int32)
-    done = lib.advance(clip_ids, frames)
-    assert done.tolist() == [False, False, True]
-    assert frames.tolist() == [6, 24, 24]
 
 
 def test_clips_at_other_rates_are_refused(two_clips):
