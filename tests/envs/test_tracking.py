@@ -189,7 +189,8 @@ def test_disabled_mode_resets_only_masked_rows_and_leaves_options_alone():
     env.close()
 
 
-def test_nan_in_one_env_terminates_only_that_env():
+def test_nan_in_one_env_terminates_only_that_env(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # MuJoCo logs the blow-up to ./MUJOCO_LOG.TXT
     env = make(4, autoreset_mode=AutoresetMode.SAME_STEP)
     env.reset()
     env.step(zeros(env))
