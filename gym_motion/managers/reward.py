@@ -91,9 +91,7 @@ class RewardManager:
         self.names = tuple(terms)
         self._terms = []
         for cfg in terms.values():
-            params = dict(cfg.params)
-            if "bodies" in params:
-                params["body_ids"] = state.body_ids(params.pop("bodies"))
+            params = state.resolve_term_params(cfg.params)
             self._terms.append((cfg.func, np.float32(cfg.weight), params))
         n = state.num_envs
         self._raw = np.zeros((len(self._terms), n), np.float32)

@@ -56,6 +56,14 @@ class MDPState:
     def num_envs(self) -> int:
         return self.robot.pos_w.shape[0]
 
+    def resolve_term_params(self, params: dict) -> dict:
+        """A term's keyword arguments with ``bodies`` (names, or None for all) replaced by
+        ``body_ids`` (K,) int64, as term functions take them."""
+        params = dict(params)
+        if "bodies" in params:
+            params["body_ids"] = self.body_ids(params.pop("bodies"))
+        return params
+
     def body_ids(self, names: tuple[str, ...] | None) -> np.ndarray:
         """Indices (K,) int64 of `names` among the tracked bodies (all of them for None).
 

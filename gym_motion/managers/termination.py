@@ -54,10 +54,7 @@ class TerminationManager:
         self.names = tuple(terms)
         self._terms = []
         for cfg in terms.values():
-            params = dict(cfg.params)
-            if "bodies" in params:
-                params["body_ids"] = state.body_ids(params.pop("bodies"))
-            self._terms.append((cfg.func, params))
+            self._terms.append((cfg.func, state.resolve_term_params(cfg.params)))
         self.fired = np.zeros((len(self._terms), state.num_envs), bool)
         self.terminated = np.zeros(state.num_envs, bool)
 
