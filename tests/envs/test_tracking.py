@@ -14,6 +14,10 @@ from gym_motion.envs import TrackingEnvCfg, TrackingVecEnv, eval_cfg
 from gym_motion.kernels.metrics import TRACKING_ERRORS
 from gym_motion.robots import g1
 
+# Backend-agnostic tests run on both backends (MuJoCo Warp on its CPU device without a GPU:
+# slow, so only the tests below that pin down semantics are parametrised).
+BACKENDS = ("mujoco", "mjwarp")
+
 TRACKING_TERMS = (
     "anchor_pos",
     "anchor_ori",
@@ -47,8 +51,9 @@ def reference_qpos_qvel(env: TrackingVecEnv, rows: np.ndarray) -> tuple[np.ndarr
     return qpos, qvel
 
 
-def test_spaces_shapes_and_dtypes():
-    env = make(3, obs_mode="dict")
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_spaces_shapes_and_dtypes(backend):
+    env = make(3, backend=backend, obs_mode="dict")
     obs, info = env.reset()
     assert obs["policy"].shape == (3, 160) and obs["critic"].shape == (3, 286)
     assert env.single_action_space.shape == (29,)
@@ -57,7 +62,7 @@ def test_spaces_shapes_and_dtypes():
         assert o.dtype == np.float32 and np.isfinite(o).all()
     assert rew.dtype == np.float32 and term.dtype == np.bool_ and trunc.dtype == np.bool_
     env.close()
-    env = make(2, state_estimation=False)
+    env = make(2, backend=backend, state_estimation=False)
     assert env.reset()[0].shape == (2, 154)
     env.close()
 
@@ -93,8 +98,9 @@ def test_command_observation_is_the_reference_right_after_reset():
     env.close()
 
 
-def test_replaying_the_reference_gives_full_tracking_reward():
-    env = make(3, cfg=eval_cfg())
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_replaying_the_reference_gives_full_tracking_reward(backend):
+    env = make(3, backend=backend, cfg=eval_cfg())
     env.reset()
     step = env.backend.step
 
@@ -117,8 +123,9 @@ def test_replaying_the_reference_gives_full_tracking_reward():
     env.close()
 
 
-def test_clip_end_reinitialises_with_post_teleport_kinematics():
-    env = make(2, cfg=eval_cfg())
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_clip_end_reinitialises_with_post_teleport_kinematics(backend):
+    env = make(2, backend=backend, cfg=eval_cfg())
     env.reset()
     last = env.library.lengths[0] - 1
     env.command.frames[:] = last  # next advance runs past the end
@@ -135,9 +142,10 @@ def test_clip_end_reinitialises_with_post_teleport_kinematics():
     env.close()
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("mode", list(AutoresetMode))
-def test_reward_logs_and_episode_results_survive_autoreset(mode):
-    env = make(4, autoreset_mode=mode, max_episode_steps=5)
+def test_reward_logs_and_episode_results_survive_autoreset(mode, backend):
+    env = make(4, backend=backend, autoreset_mode=mode, max_episode_steps=5)
     env.reset()
     for _ in range(5):
         obs, rew, term, trunc, info = env.step(zeros(env))
@@ -160,10 +168,15 @@ def test_reward_logs_and_episode_results_survive_autoreset(mode):
     env.close()
 
 
-def test_same_step_final_obs_is_the_pre_reset_state():
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_same_step_final_obs_is_the_pre_reset_state(backend):
     cfg = replace(eval_cfg(), obs_noise=False)
-    env = make(3, cfg=cfg, autoreset_mode=AutoresetMode.SAME_STEP, max_episode_steps=4)
-    probe = make(3, cfg=cfg, autoreset_mode=AutoresetMode.DISABLED, max_episode_steps=4)
+    env = make(
+        3, backend=backend, cfg=cfg, autoreset_mode=AutoresetMode.SAME_STEP, max_episode_steps=4
+    )
+    probe = make(
+        3, backend=backend, cfg=cfg, autoreset_mode=AutoresetMode.DISABLED, max_episode_steps=4
+    )
     env.reset(seed=3)
     probe.reset(seed=3)
     for _ in range(4):
@@ -189,9 +202,10 @@ def test_disabled_mode_resets_only_masked_rows_and_leaves_options_alone():
     env.close()
 
 
-def test_nan_in_one_env_terminates_only_that_env(tmp_path, monkeypatch):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_nan_in_one_env_terminates_only_that_env(backend, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # MuJoCo logs the blow-up to ./MUJOCO_LOG.TXT
-    env = make(4, autoreset_mode=AutoresetMode.SAME_STEP)
+    env = make(4, backend=backend, autoreset_mode=AutoresetMode.SAME_STEP)
     env.reset()
     env.step(zeros(env))
     qpos = np.zeros((1, env.model.nq))
