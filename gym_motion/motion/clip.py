@@ -256,6 +256,9 @@ def load_clip(
 ) -> MotionClip:
     """Load, validate and (optionally) resample a motion npz.
 
+    Joints named in ``joint_names`` are reordered to the robot's joint order; files without
+    names must already be in it.
+
     Args:
         path: npz file written by ``save_clip`` or a legacy converter.
         robot: robot module (``JOINT_NAMES``, ``BODY_NAMES``, ``ROOT_BODY``, ``load_model``);
@@ -418,6 +421,12 @@ def _joint_names(data: dict, arrays: dict, robot: ModuleType, src: str) -> tuple
     jp = arrays["joint_pos"]
     if "joint_names" in data:
         names = tuple(str(n) for n in data["joint_names"].reshape(-1))
+        if names != tuple(robot.JOINT_NAMES) and sorted(names) == sorted(robot.JOINT_NAMES):
+            # the same joints, named, in another order (e.g. another simulator's): reorder
+            order = [names.index(j) for j in robot.JOINT_NAMES]
+            for key in ("joint_pos", "joint_vel"):
+                arrays[key] = arrays[key][:, order]
+            return tuple(robot.JOINT_NAMES)
         if names != tuple(robot.JOINT_NAMES):
             raise MotionFormatError(
                 f"{src}: key 'joint_names': {_names_diff('joint', names, robot.JOINT_NAMES)}"

@@ -104,6 +104,19 @@ def test_permuted_joint_order_is_refused(default_clip, tmp_path, legacy_npz):
         load_clip(path)
 
 
+def test_named_joints_in_another_order_are_reordered(default_clip, tmp_path):
+    path = save_clip(default_clip, tmp_path / "named.npz")
+    data = dict(np.load(path))
+    order = np.random.default_rng(0).permutation(29)
+    for key in ("joint_names", "joint_pos", "joint_vel"):
+        data[key] = data[key][..., order]
+    np.savez(path, **data)
+    clip = load_clip(path)
+    assert clip.joint_names == g1.JOINT_NAMES
+    np.testing.assert_array_equal(clip.joint_pos, default_clip.joint_pos)
+    np.testing.assert_array_equal(clip.joint_vel, default_clip.joint_vel)
+
+
 def test_fewer_joints_are_refused(default_clip, tmp_path, legacy_npz):
     path = legacy_npz(
         tmp_path / "j28.npz",
