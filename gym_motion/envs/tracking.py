@@ -179,6 +179,7 @@ class TrackingVecEnv(VectorEnv):
         self._needs_reset = np.zeros(n, bool)
         self._truncated = np.zeros(n, bool)
         self.nonfinite_count = 0
+        self._was_reset = False
         # Wall time per step phase, s, summed since construction (read by `gym-motion bench`).
         self.phase_s = dict.fromkeys(PHASES, 0.0)
         self._rng = np.random.default_rng(seed)
@@ -240,6 +241,7 @@ class TrackingVecEnv(VectorEnv):
         self._reinitialise(ids)
         self.backend.copy_body_state_w(self.state.robot)
         self.command.refresh()
+        self._was_reset = True
         return self._observation(), {}
 
     def step(self, actions: np.ndarray):
@@ -250,7 +252,10 @@ class TrackingVecEnv(VectorEnv):
 
         Raises:
             ValueError: wrong shape, or non-finite values (the offending rows are named).
+            RuntimeError: `reset` was not called first.
         """
+        if not self._was_reset:
+            raise RuntimeError("TrackingVecEnv: call reset() before step()")
         s, n = self.state, self.num_envs
         t = perf_counter()
         actions = np.asarray(actions)

@@ -251,6 +251,8 @@ def test_returned_arrays_belong_to_the_caller():
 
 def test_bad_actions_are_refused_with_the_offending_rows():
     env = make(3)
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step(zeros(env))
     env.reset()
     with pytest.raises(ValueError, match=r"shape \(3, 29\)"):
         env.step(np.zeros((3, 28), np.float32))
