@@ -23,6 +23,7 @@ from gym_motion.managers.observation import ObservationManager
 from gym_motion.managers.reward import RewardManager
 from gym_motion.managers.state import MDPState
 from gym_motion.managers.termination import TerminationManager
+from gym_motion.motion._quat import rotate_inverse
 from gym_motion.motion.library import MotionLibrary
 from gym_motion.motion.sampler import MotionSampler
 from gym_motion.robots import g1
@@ -143,8 +144,6 @@ class TrackingVecEnv(VectorEnv):
         )
 
         j = g1.NUM_JOINTS
-        rng_ = self.model.jnt_range[1 : 1 + j]
-        mid, half = rng_.mean(axis=1), 0.5 * (rng_[:, 1] - rng_[:, 0]) * g1.SOFT_JOINT_LIMIT_FACTOR
         self.state = s = MDPState(
             body_names=bodies,
             anchor=bodies.index(g1.ANCHOR_BODY),
@@ -152,7 +151,7 @@ class TrackingVecEnv(VectorEnv):
             robot=BodyState.zeros(n, len(bodies), j),
             ref=BodyState.zeros(n, len(bodies), j),
             default_joint_pos=g1.DEFAULT_JOINT_POS.astype(np.float32),
-            soft_joint_limits=np.stack([mid - half, mid + half], axis=1).astype(np.float32),
+            soft_joint_limits=g1.soft_joint_limits(self.model).astype(np.float32),
         )
         self.command = CommandManager(self.library, s)
         self.sampler = MotionSampler(
@@ -409,7 +408,7 @@ class TrackingVecEnv(VectorEnv):
         qpos[:, 7:] = r.joint_pos[ids]
         qvel[:, :3] = r.lin_vel_w[ids, root] + kick[:, :3]
         w = r.ang_vel_w[ids, root] + kick[:, 3:]
-        qvel[:, 3:6] = _rotate_inverse(qpos[:, 3:7], w)
+        qvel[:, 3:6] = rotate_inverse(qpos[:, 3:7], w)  # free joint: body frame
         qvel[:, 6:] = r.joint_vel[ids]
         self.backend.write_state(ids, qpos, qvel)
 
@@ -464,10 +463,3 @@ def _autoreset_mode(mode: AutoresetMode | str) -> AutoresetMode:
     raise ValueError(
         f"autoreset_mode must be one of {[m.name.lower() for m in AutoresetMode]}, got {mode!r}"
     )
-
-
-def _rotate_inverse(q: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """R(q)^T v for wxyz quaternions q (M, 4) and vectors v (M, 3)."""
-    w, u = q[:, :1], q[:, 1:]
-    t = 2.0 * np.cross(-u, v)
-    return v + w * t + np.cross(-u, t)

@@ -299,3 +299,36 @@ def test_gymnasium_wrappers_work_on_top():
         seen |= "episode" in info
     assert seen
     env.close()
+
+
+def test_a_push_adds_world_frame_root_velocity_and_keeps_the_pose():
+    env = make(3, cfg=eval_cfg())
+    env.reset()
+    env.step(zeros(env))
+    r, root = env.state.robot, env.state.root
+    # turn row 1 by 90 degrees of yaw and tilt it, so that world and body frames differ
+    qpos = np.zeros((1, env.model.nq))
+    qpos[0, :3] = r.pos_w[1, root]
+    qpos[0, 3:7] = [np.cos(0.7), 0.2, 0.1, np.sin(0.7)]
+    qpos[0, 3:7] /= np.linalg.norm(qpos[0, 3:7])
+    qpos[0, 7:] = r.joint_pos[1]
+    qvel = np.zeros((1, env.model.nv))
+    qvel[0, 3:6] = [0.5, -0.3, 0.2]
+    env.backend.write_state(np.array([1]), qpos, qvel)
+    env.backend.copy_body_state_w(r)
+    before = {
+        k: getattr(r, k)[:, root].copy() for k in ("pos_w", "quat_w", "lin_vel_w", "ang_vel_w")
+    }
+    kick = np.array([[0.3, -0.2, 0.1, 0.4, -0.5, 0.6]])
+    env._push(np.array([1]), kick)
+    env.backend.copy_body_state_w(r)
+    np.testing.assert_allclose(r.pos_w[1, root], before["pos_w"][1], atol=1e-6)
+    np.testing.assert_allclose(r.quat_w[1, root], before["quat_w"][1], atol=1e-6)
+    np.testing.assert_allclose(
+        r.lin_vel_w[1, root], before["lin_vel_w"][1] + kick[0, :3], atol=1e-5
+    )
+    np.testing.assert_allclose(
+        r.ang_vel_w[1, root], before["ang_vel_w"][1] + kick[0, 3:], atol=1e-5
+    )
+    np.testing.assert_array_equal(r.lin_vel_w[[0, 2], root], before["lin_vel_w"][[0, 2]])
+    env.close()
