@@ -66,6 +66,8 @@ __all__ = [
     "make_env",
     "make_model",
     "register_cli",
+    "reset_noise_callback",
+    "reset_noise_scale",
     "train",
 ]
 
@@ -109,6 +111,9 @@ class TrainConfig:
         state_estimation: False drops anchor position and base linear velocity (154 obs).
         eval_episodes: episodes per clip in the before/after evaluations (eval is
             deterministic, so one is enough). eval_max_seconds: cap on an eval episode.
+        reset_noise_ramp: fraction of the training budget over which the reset noise
+            (TASK_SPEC section 9) ramps linearly from none to full (`reset_noise_scale`);
+            0 trains with full reset noise from the first step. See the module docstring.
         ppo: PPO hyperparameters, `PPO_DEFAULTS` overridden by these keys.
         backend_kwargs: passed to the backend (e.g. num_threads).
     """
@@ -124,8 +129,13 @@ class TrainConfig:
     state_estimation: bool = True
     eval_episodes: int = 1
     eval_max_seconds: float | None = None
+    reset_noise_ramp: float = 0.5
     ppo: dict[str, Any] = field(default_factory=dict)
     backend_kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.reset_noise_ramp <= 1.0:
+            raise ValueError(f"reset_noise_ramp must be in [0, 1], got {self.reset_noise_ramp}")
 
     def resolved_ppo(self) -> dict[str, Any]:
         unknown = set(self.ppo) - set(PPO_DEFAULTS)
@@ -138,17 +148,21 @@ class KLAdaptiveLR:
     """A learning-rate "schedule" whose value `KLAdaptiveLRCallback` moves with the KL.
 
     rsl_rl's rule: KL > 2 desired -> lr / 1.5; KL < desired / 2 -> lr * 1.5; clamped to
-    [1e-5, 1e-2]. SB3 reads the value at the start of every update.
+    [1e-5, 1e-2]. SB3 reads the value at the start of every update. ``desired_kl=None`` keeps
+    the rate fixed.
     """
 
-    def __init__(self, lr: float, desired_kl: float = 0.01, lo: float = 1e-5, hi: float = 1e-2):
-        self.lr, self.desired_kl, self.lo, self.hi = float(lr), float(desired_kl), lo, hi
+    def __init__(
+        self, lr: float, desired_kl: float | None = 0.01, lo: float = 1e-5, hi: float = 1e-2
+    ):
+        self.lr, self.lo, self.hi = float(lr), lo, hi
+        self.desired_kl = None if desired_kl is None else float(desired_kl)
 
     def __call__(self, progress_remaining: float) -> float:
         return self.lr
 
     def update(self, kl: float) -> None:
-        if not math.isfinite(kl):
+        if self.desired_kl is None or not math.isfinite(kl):
             return
         if kl > 2.0 * self.desired_kl:
             self.lr = max(self.lo, self.lr / 1.5)
@@ -156,9 +170,22 @@ class KLAdaptiveLR:
             self.lr = min(self.hi, self.lr * 1.5)
 
 
+def reset_noise_scale(progress: float, ramp: float) -> float:
+    """Reset-noise scale at `progress` (fraction of the training budget, 0..1): a linear ramp
+    from 0 to 1 over the first `ramp` of the budget, then 1 (`ramp` 0: always 1)."""
+    if ramp <= 0.0:
+        return 1.0
+    return min(1.0, max(0.0, progress / ramp))
+
+
 def kl_adaptive_callback(schedule: KLAdaptiveLR):
     """The SB3 callback that moves `schedule` (from `make_model`) with each update's KL."""
     return _callbacks()[0](schedule)
+
+
+def reset_noise_callback(ramp: float, total_steps: int, seconds: float | None = None):
+    """The SB3 callback that ramps the training env's reset noise (see `reset_noise_scale`)."""
+    return _callbacks()[3](ramp, total_steps, seconds)
 
 
 def _callbacks():
@@ -177,6 +204,30 @@ def _callbacks():
             kl = self.logger.name_to_value.get("train/approx_kl")
             if kl is not None:
                 self.schedule.update(float(kl))
+
+        def _on_step(self) -> bool:
+            return True
+
+    class ResetNoiseCurriculum(BaseCallback):
+        """Sets the env's `reset_noise_scale` before each rollout from the budget used so far
+        (the larger of the env-step and wall-clock fractions); logs it as
+        ``curriculum/reset_noise_scale``."""
+
+        def __init__(self, ramp: float, total_steps: int, seconds: float | None):
+            super().__init__()
+            self.ramp, self.total_steps, self.seconds = ramp, total_steps, seconds
+            self.t0 = 0.0
+
+        def _on_training_start(self) -> None:
+            self.t0 = time.perf_counter()
+
+        def _on_rollout_start(self) -> None:
+            progress = self.num_timesteps / max(1, self.total_steps)
+            if self.seconds:
+                progress = max(progress, (time.perf_counter() - self.t0) / self.seconds)
+            scale = reset_noise_scale(progress, self.ramp)
+            self.training_env.set_attr("reset_noise_scale", scale)
+            self.logger.record("curriculum/reset_noise_scale", scale)
 
         def _on_step(self) -> bool:
             return True
@@ -227,7 +278,7 @@ def _callbacks():
         def _on_rollout_end(self) -> None:
             self.hit = time.perf_counter() - self.t0 > self.seconds
 
-    return KLAdaptiveLRCallback, ProgressBar, WallClockBudget
+    return KLAdaptiveLRCallback, ProgressBar, WallClockBudget, ResetNoiseCurriculum
 
 
 def _jsonable(obj: Any) -> Any:
@@ -274,6 +325,7 @@ def make_env(config: TrainConfig, motions: list[str] | None):
         seed=config.seed,
         backend_kwargs=config.backend_kwargs or None,
     )
+    env.reset_noise_scale = reset_noise_scale(0.0, config.reset_noise_ramp)
     return VecNormalize(SB3VecEnv(env), norm_obs=True, norm_reward=False, clip_obs=10.0)
 
 
@@ -406,12 +458,18 @@ def train(config: TrainConfig) -> dict[str, Any]:
     venv = make_env(config, motions)
     model, _schedule = make_model(config, venv)
     model.set_logger(configure(str(out), ["tensorboard", "csv"]))
-    KLCallback, ProgressBar, WallClockBudget = _callbacks()
+    KLCallback, ProgressBar, WallClockBudget, ResetNoiseCurriculum = _callbacks()
     log_cb = TrackingLogCallback()
-    callbacks = [log_cb, KLCallback(_schedule), ProgressBar(config.total_steps)]
+    seconds = None if config.max_minutes is None else 60.0 * config.max_minutes
+    callbacks = [
+        ResetNoiseCurriculum(config.reset_noise_ramp, config.total_steps, seconds),
+        log_cb,
+        KLCallback(_schedule),
+        ProgressBar(config.total_steps),
+    ]
     budget = None
-    if config.max_minutes is not None:
-        budget = WallClockBudget(60.0 * config.max_minutes)
+    if seconds is not None:
+        budget = WallClockBudget(seconds)
         callbacks.append(budget)
 
     t0 = time.perf_counter()
@@ -495,6 +553,11 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--num-threads", type=int, default=None, help="physics threads")
     p.add_argument(
+        "--reset-noise-ramp", type=float, default=d.reset_noise_ramp, metavar="F",
+        help="ramp the reset noise from none to full over this fraction of the budget; "
+        "0: full from the start (default %(default)s)",
+    )  # fmt: skip
+    p.add_argument(
         "--ppo", nargs="*", default=[], metavar="KEY=VALUE",
         help=f"override PPO settings ({', '.join(PPO_DEFAULTS)}), values as JSON",
     )  # fmt: skip
@@ -525,6 +588,7 @@ def _run_cli(args: argparse.Namespace) -> int:
         out=args.out,
         obs_mode=args.obs_mode,
         state_estimation=not args.no_state_estimation,
+        reset_noise_ramp=args.reset_noise_ramp,
         ppo=_parse_overrides(args.ppo),
         backend_kwargs={"num_threads": args.num_threads} if args.num_threads else {},
     )

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import csv
 import json
 
 import pytest
 
 from gym_motion.cli import main
-from gym_motion.train import KLAdaptiveLR, TrainConfig, train
+from gym_motion.train import KLAdaptiveLR, TrainConfig, reset_noise_scale, train
 
 RUN_FILES = ("model.zip", "vecnormalize.pkl", "config.json", "summary.json",
              "training_curves.png", "progress.csv")  # fmt: skip
@@ -23,6 +24,22 @@ def test_kl_adaptive_lr():
     assert s(0.0) == pytest.approx(1e-3)
     s.update(float("nan"))
     assert s(0.0) == pytest.approx(1e-3)
+
+
+def test_kl_adaptive_lr_fixed_without_desired_kl():
+    s = KLAdaptiveLR(3e-4, desired_kl=None)
+    s.update(1.0)
+    s.update(0.0)
+    assert s(0.0) == pytest.approx(3e-4)
+
+
+def test_reset_noise_ramp():
+    assert [reset_noise_scale(p, 0.5) for p in (0.0, 0.25, 0.5, 0.9, 1.2)] == [
+        0.0, 0.5, 1.0, 1.0, 1.0
+    ]  # fmt: skip
+    assert reset_noise_scale(0.0, 0.0) == 1.0
+    with pytest.raises(ValueError, match="reset_noise_ramp"):
+        TrainConfig(reset_noise_ramp=1.5)
 
 
 @pytest.fixture(scope="module")
@@ -49,8 +66,12 @@ def test_train_writes_the_run_folder(tiny_run):
         assert mean["mpkpe_mm"] > 0 and mean["tracking_reward_per_step"] > 0
     header = (tiny_run / "progress.csv").read_text().splitlines()[0].split(",")
     for key in ("reward/body_pos", "rollout/tracking_reward", "time/env_steps_per_s",
-                "sampling/entropy", "train/approx_kl"):  # fmt: skip
+                "sampling/entropy", "train/approx_kl", "curriculum/reset_noise_scale"):  # fmt: skip
         assert key in header, key
+    with open(tiny_run / "progress.csv") as f:
+        scales = [float(row["curriculum/reset_noise_scale"]) for row in csv.DictReader(f)]
+    # 3 rollouts of 96 steps over a 200-step budget, ramp over its first half
+    assert scales == pytest.approx([0.0, 0.96, 1.0], abs=1e-3)  # and a little wall time
 
 
 def test_eval_cli_on_the_run(tiny_run, capsys):

@@ -182,6 +182,7 @@ class TrackingVecEnv(VectorEnv):
         # Wall time per step phase, s, summed since construction (read by `gym-motion bench`).
         self.phase_s = dict.fromkeys(PHASES, 0.0)
         self._rng = np.random.default_rng(seed)
+        self._reset_noise_scale = 1.0
         self._reset_pose = np.array(cfg.reset.pose_range, np.float64)
         self._reset_vel = np.array(cfg.reset.velocity_range, np.float64)
         self._reset_joint = np.array(cfg.reset.joint_pos_range, np.float64)
@@ -350,6 +351,28 @@ class TrackingVecEnv(VectorEnv):
         if getattr(self, "backend", None) is not None:
             self.backend.close()
             self.backend = None
+
+    @property
+    def reset_noise_scale(self) -> float:
+        """Factor on every `ResetCfg` range (root pose, root velocity, joints) of later resets.
+
+        1.0 (the default) is ``cfg.reset``; 0.0 starts episodes exactly on the reference. A
+        training curriculum can raise it from 0 to 1 (see `gym_motion.train`). Setting it
+        raises ValueError unless it is a finite number >= 0. The random draws do not depend
+        on it, so runs that differ only in the scale see the same frames and directions.
+        """
+        return self._reset_noise_scale
+
+    @reset_noise_scale.setter
+    def reset_noise_scale(self, scale: float) -> None:
+        scale = float(scale)
+        if not (np.isfinite(scale) and scale >= 0.0):
+            raise ValueError(f"reset_noise_scale must be a finite number >= 0, got {scale}")
+        reset = self.cfg.reset
+        self._reset_pose = scale * np.array(reset.pose_range, np.float64)
+        self._reset_vel = scale * np.array(reset.velocity_range, np.float64)
+        self._reset_joint = scale * np.array(reset.joint_pos_range, np.float64)
+        self._reset_noise_scale = scale
 
     # ------------------------------------------------------------------ stats
     @property

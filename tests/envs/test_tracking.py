@@ -332,3 +332,29 @@ def test_a_push_adds_world_frame_root_velocity_and_keeps_the_pose():
     )
     np.testing.assert_array_equal(r.lin_vel_w[[0, 2], root], before["lin_vel_w"][[0, 2]])
     env.close()
+
+
+def test_reset_noise_scale_scales_the_rsi_offsets():
+    base = TrackingEnvCfg()
+    cfg = replace(eval_cfg(), reset=base.reset, sampling=replace(base.sampling, mode="uniform"))
+    env = make(16, cfg=cfg)
+    root = env.state.root
+    offsets = {}
+    for scale in (1.0, 0.5, 0.0):
+        env.reset_noise_scale = scale
+        env.reset(seed=3)
+        rows = env.command.reference_rows(np.arange(16))
+        r = env.state.robot
+        offsets[scale] = (
+            r.pos_w[:, root] - env.library.body_pos_w[rows, root],
+            r.lin_vel_w[:, root] - env.library.body_lin_vel_w[rows, root],
+        )
+    for full, half, none in zip(offsets[1.0], offsets[0.5], offsets[0.0], strict=True):
+        assert np.abs(full).max() > 1e-3  # the default ranges move the root
+        np.testing.assert_allclose(half, 0.5 * full, atol=2e-6)
+        np.testing.assert_allclose(none, 0.0, atol=1e-6)
+    assert env.reset_noise_scale == 0.0
+    for bad in (-0.1, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="reset_noise_scale"):
+            env.reset_noise_scale = bad
+    env.close()
