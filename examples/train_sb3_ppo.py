@@ -2,7 +2,7 @@
 
 `gym-motion train` does the same with a run folder, evaluations and plots; this script shows
 the pieces: the batched env in SAME_STEP mode, the SB3 adapter, observation normalisation,
-PPO with the BeyondMimic hyperparameters, and the logging callback.
+PPO with the BeyondMimic hyperparameters, the reset-noise curriculum and the logging callback.
 
     python examples/train_sb3_ppo.py --motion ../shared/motions/g1moves_jazzwalk_60fps.npz \
         --num-envs 64 --total-steps 200000
@@ -18,7 +18,7 @@ from stable_baselines3.common.vec_env import VecNormalize
 
 from gym_motion.adapters.sb3 import SB3VecEnv, TrackingLogCallback
 from gym_motion.envs import TrackingVecEnv
-from gym_motion.train import TrainConfig, kl_adaptive_callback, make_model
+from gym_motion.train import TrainConfig, kl_adaptive_callback, make_model, reset_noise_callback
 
 
 def main() -> None:
@@ -32,10 +32,13 @@ def main() -> None:
     env = TrackingVecEnv(
         num_envs=args.num_envs, motion=args.motion or None, autoreset_mode="SameStep", seed=0
     )
+    env.reset_noise_scale = 0.0  # first episodes: the curriculum below starts from none
     venv = VecNormalize(SB3VecEnv(env), norm_obs=True, norm_reward=False)
     model, lr = make_model(TrainConfig(num_envs=args.num_envs), venv)  # PPO_DEFAULTS
     model.set_logger(configure(args.out, ["stdout", "tensorboard"]))
-    callbacks = [TrackingLogCallback(), kl_adaptive_callback(lr)]
+    # reset noise from none (the reference state) to TASK_SPEC's over the first half of the steps
+    curriculum = reset_noise_callback(ramp=0.5, total_steps=args.total_steps)
+    callbacks = [curriculum, TrackingLogCallback(), kl_adaptive_callback(lr)]
     model.learn(args.total_steps, callback=callbacks)
     model.save(f"{args.out}/model.zip")
     venv.save(f"{args.out}/vecnormalize.pkl")

@@ -23,11 +23,14 @@ to SB3 on a CPU:
   minute). The minibatch is still a quarter of the rollout (24 N / 4 = 1536). Default budget:
   3M env steps or 12 minutes of learning, whichever comes first (`DEFAULT_MAX_MINUTES`), so
   that the whole run, evaluations included, stays within 15 minutes on a 2-core machine.
-- 8 epochs per update instead of 5: samples are the scarce resource on a CPU, and the update is
-  cheap next to the rollout. Measured on the default motion (3M steps, seed 0, one evaluation
-  from the clip start): N=256 with 8 epochs, learning rate 5e-4 and desired KL 0.02 gave
-  MPKPE 121 mm and a 127-step episode; N=128 with 5 epochs, 1e-3 and 0.01 gave 165 mm and
-  66 steps (a 2M-step run of an earlier build: 164 mm, 127 steps).
+- 8 epochs per update instead of 5: samples are the scarce resource on a CPU. The update is
+  not free: in the default run, rollouts alone run at 9.5 thousand env steps per second and
+  learning as a whole at 4.4 thousand, so updates take about half of the time. Measured on the
+  default motion (3M steps, seed 0, full reset noise throughout, one evaluation from the clip
+  start): N=256 with 8 epochs, learning rate 5e-4 and desired KL 0.02 gave MPKPE 121 mm and a
+  127-step episode; N=128 with 5 epochs, 1e-3 and 0.01 gave 165 mm and 66 steps. Larger
+  minibatches (N=1024, 5 epochs) and larger steps (desired KL 0.05) learned no faster in the
+  first 4 minutes.
 - Initial action std 0.37 (``log_std_init=-1``) instead of 1.0: with ~10^6 samples instead of
   ~10^9, exploration noise of one action unit (up to 0.55 rad per joint) knocks the robots
   over before they learn anything; measured on the default motion over the first 200k steps:
@@ -38,6 +41,18 @@ to SB3 on a CPU:
   higher for the same step size, and rsl_rl's desired 0.01 drove the rate down to 3e-5. To
   stand in for rsl_rl's quick reaction inside an update, SB3's ``target_kl`` (0.05) ends an
   update's epochs early once a minibatch's KL exceeds 1.5 x 0.05.
+- Reset-noise curriculum (``reset_noise_ramp``, default 0.5): the reset noise of TASK_SPEC
+  section 9 (root pose and velocity, joints) ramps linearly from none (episodes start on the
+  reference state) to full over the first half of ``total_steps``; the second half trains on
+  the task as specified (a run that the wall-clock budget stops before half of its steps
+  ends with less; ``summary.json`` has ``reset_noise_scale_final``). rsl_rl has no
+  such ramp; it is needed here because the budget is ~10^6 samples. The spec's reset velocity
+  (up to 0.5 m/s and 0.52 rad/s) knocks a weak policy over: the default run's policy, trained
+  with full noise, survived 65 steps on average from random frames with the reset noise and
+  127 without (pushes, randomisation and observation noise cost it 11 and 1 steps), so most
+  early samples were falls right after a reset. Measured on the default motion (the default run
+  otherwise, seed 0): with the ramp, 166 steps, MPKPE 109 mm and tracking reward 4.13 per
+  survived step; without it, 127 steps, 121 mm and 4.02 (zero action: 64 steps, 130 mm, 4.03).
 - Observations are normalised by `VecNormalize` (rsl_rl's empirical normalisation);
   rewards are not (rsl_rl does not normalise them either).
 - SB3's orthogonal initialisation (policy head gain 0.01) is kept: the first actions are near
@@ -111,9 +126,9 @@ class TrainConfig:
         state_estimation: False drops anchor position and base linear velocity (154 obs).
         eval_episodes: episodes per clip in the before/after evaluations (eval is
             deterministic, so one is enough). eval_max_seconds: cap on an eval episode.
-        reset_noise_ramp: fraction of the training budget over which the reset noise
-            (TASK_SPEC section 9) ramps linearly from none to full (`reset_noise_scale`);
-            0 trains with full reset noise from the first step. See the module docstring.
+        reset_noise_ramp: fraction of `total_steps` over which the reset noise (TASK_SPEC
+            section 9) ramps linearly from none to full (`reset_noise_scale`); 0 trains with
+            full reset noise from the first step. See the module docstring.
         ppo: PPO hyperparameters, `PPO_DEFAULTS` overridden by these keys.
         backend_kwargs: passed to the backend (e.g. num_threads).
     """
@@ -171,8 +186,8 @@ class KLAdaptiveLR:
 
 
 def reset_noise_scale(progress: float, ramp: float) -> float:
-    """Reset-noise scale at `progress` (fraction of the training budget, 0..1): a linear ramp
-    from 0 to 1 over the first `ramp` of the budget, then 1 (`ramp` 0: always 1)."""
+    """Reset-noise scale at `progress` (fraction of `total_steps` done, 0..1): a linear ramp
+    from 0 to 1 over the first `ramp` of the steps, then 1 (`ramp` 0: always 1)."""
     if ramp <= 0.0:
         return 1.0
     return min(1.0, max(0.0, progress / ramp))
@@ -183,9 +198,9 @@ def kl_adaptive_callback(schedule: KLAdaptiveLR):
     return _callbacks()[0](schedule)
 
 
-def reset_noise_callback(ramp: float, total_steps: int, seconds: float | None = None):
+def reset_noise_callback(ramp: float, total_steps: int):
     """The SB3 callback that ramps the training env's reset noise (see `reset_noise_scale`)."""
-    return _callbacks()[3](ramp, total_steps, seconds)
+    return _callbacks()[3](ramp, total_steps)
 
 
 def _callbacks():
@@ -209,25 +224,19 @@ def _callbacks():
             return True
 
     class ResetNoiseCurriculum(BaseCallback):
-        """Sets the env's `reset_noise_scale` before each rollout from the budget used so far
-        (the larger of the env-step and wall-clock fractions); logs it as
-        ``curriculum/reset_noise_scale``."""
+        """Sets the env's `reset_noise_scale` before each rollout from the fraction of
+        `total_steps` done (env steps, not wall time, so that a seed reproduces the run); logs
+        it as ``curriculum/reset_noise_scale``."""
 
-        def __init__(self, ramp: float, total_steps: int, seconds: float | None):
+        def __init__(self, ramp: float, total_steps: int):
             super().__init__()
-            self.ramp, self.total_steps, self.seconds = ramp, total_steps, seconds
-            self.t0 = 0.0
-
-        def _on_training_start(self) -> None:
-            self.t0 = time.perf_counter()
+            self.ramp, self.total_steps, self.scale = ramp, total_steps, None
 
         def _on_rollout_start(self) -> None:
             progress = self.num_timesteps / max(1, self.total_steps)
-            if self.seconds:
-                progress = max(progress, (time.perf_counter() - self.t0) / self.seconds)
-            scale = reset_noise_scale(progress, self.ramp)
-            self.training_env.set_attr("reset_noise_scale", scale)
-            self.logger.record("curriculum/reset_noise_scale", scale)
+            self.scale = reset_noise_scale(progress, self.ramp)
+            self.training_env.set_attr("reset_noise_scale", self.scale)
+            self.logger.record("curriculum/reset_noise_scale", self.scale)
 
         def _on_step(self) -> bool:
             return True
@@ -461,8 +470,9 @@ def train(config: TrainConfig) -> dict[str, Any]:
     KLCallback, ProgressBar, WallClockBudget, ResetNoiseCurriculum = _callbacks()
     log_cb = TrackingLogCallback()
     seconds = None if config.max_minutes is None else 60.0 * config.max_minutes
+    curriculum = ResetNoiseCurriculum(config.reset_noise_ramp, config.total_steps)
     callbacks = [
-        ResetNoiseCurriculum(config.reset_noise_ramp, config.total_steps, seconds),
+        curriculum,
         log_cb,
         KLCallback(_schedule),
         ProgressBar(config.total_steps),
@@ -496,6 +506,7 @@ def train(config: TrainConfig) -> dict[str, Any]:
         "train_wall_s": round(wall, 2),
         "env_steps_per_s_overall": round(steps / wall, 1) if wall > 0 else None,
         "env_steps_per_s_rollout": _mean_tail(log_cb.history, "time/env_steps_per_s"),
+        "reset_noise_scale_final": curriculum.scale,
         "before": before,
     }
     if not interrupted:
@@ -554,7 +565,7 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--num-threads", type=int, default=None, help="physics threads")
     p.add_argument(
         "--reset-noise-ramp", type=float, default=d.reset_noise_ramp, metavar="F",
-        help="ramp the reset noise from none to full over this fraction of the budget; "
+        help="ramp the reset noise from none to full over this fraction of --total-steps; "
         "0: full from the start (default %(default)s)",
     )  # fmt: skip
     p.add_argument(
