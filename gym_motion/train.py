@@ -51,13 +51,12 @@ to SB3 on a CPU:
   full noise, the episodes that ended within 300 steps of 256 envs started on random frames
   averaged 65 steps with the reset noise and 127 without (pushes with randomisation, and
   observation noise, cost 11 and 1 steps), so most early samples were falls right after a
-  reset. Measured on the default motion (default
-  run, 12-minute budget, evaluation from the clip start; zero action: 64 steps, MPKPE 130 mm,
-  tracking reward 4.03 per survived step): with the ramp, seed 0 reached 180 steps, 107 mm
-  and 4.13, seed 1 125 steps, 111 mm and 4.10; without it (seed 0), 127 steps, 121 mm and
-  4.02. Ramping over the whole budget instead of half gave 153 steps and 4.19 (seed 0) but
-  101 steps and 4.02 (seed 1; both with an earlier ramp that also followed wall time), and
-  leaves no time at the full noise.
+  reset. Measured on the default motion (default run, 12-minute budget, evaluation from the
+  clip start; zero action: 64 steps, MPKPE 130 mm, tracking reward 4.03 per survived step):
+  with the ramp, seed 0 reached 180 steps, 107 mm and 4.13, seed 1 125 steps, 111 mm and
+  4.10; without it (seed 0), 127 steps, 121 mm and 4.02. Ramping over the whole budget
+  instead of half gave 153 steps and 4.19 (seed 0) but 101 steps and 4.02 (seed 1; both with
+  an earlier ramp that also followed wall time), and leaves no time at the full noise.
 - Adaptive sampling (TASK_SPEC section 10, failures per bin divided by N) stays close to
   uniform in these runs: top-1 bin probability 0.116 against 0.111 for uniform, because a
   bin's failure rate per env step (~0.002) is small next to the 0.1 / bins floor. A floor of

@@ -182,10 +182,7 @@ class TrackingVecEnv(VectorEnv):
         # Wall time per step phase, s, summed since construction (read by `gym-motion bench`).
         self.phase_s = dict.fromkeys(PHASES, 0.0)
         self._rng = np.random.default_rng(seed)
-        self._reset_noise_scale = 1.0
-        self._reset_pose = np.array(cfg.reset.pose_range, np.float64)
-        self._reset_vel = np.array(cfg.reset.velocity_range, np.float64)
-        self._reset_joint = np.array(cfg.reset.joint_pos_range, np.float64)
+        self.reset_noise_scale = 1.0  # sets the RSI noise ranges from cfg.reset
         self._qpos_w = np.zeros((n, self.model.nq))
         self._qvel_w = np.zeros((n, self.model.nv))
 
