@@ -234,8 +234,8 @@ def _callbacks():
 
     class ResetNoiseCurriculum(BaseCallback):
         """Sets the env's `reset_noise_scale` before each rollout from the fraction of
-        `total_steps` done (env steps, not wall time, so that a seed reproduces the run); logs
-        it as ``curriculum/reset_noise_scale``."""
+        `total_steps` done; logs it as ``curriculum/reset_noise_scale``. It follows env
+        steps, not wall time, so that a seed reproduces a run that `total_steps` ends."""
 
         def __init__(self, ramp: float, total_steps: int):
             super().__init__()
