@@ -290,7 +290,7 @@ def load_clip(
     robot = _kinematics.default_robot() if robot is None else robot
     path = Path(path)
     src = str(path)
-    if Path(path).suffix.lower() == ".csv":
+    if path.suffix.lower() == ".csv":
         raise MotionFormatError(
             f"{src}: is a CSV; convert it to a clip first: "
             f"gym-motion convert {path} -o clip.npz --input-fps FPS"
