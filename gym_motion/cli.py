@@ -94,7 +94,7 @@ def _run_inspect(args: argparse.Namespace) -> int:
         clip = load_clip(args.clip)
     robot = _kinematics.default_robot()
     model = _kinematics.robot_model(robot)
-    root_z = clip.body_pos_w[:, clip.body_index(robot.ROOT_BODY), 2]
+    root_z = clip.body_pos_w[:, clip.body_index(robot.root_body), 2]
     print(f"clip:        {args.clip}")
     print(f"frames:      {clip.num_frames}")
     print(f"duration:    {clip.duration:.3f} s")

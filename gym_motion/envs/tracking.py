@@ -151,7 +151,7 @@ class TrackingVecEnv(VectorEnv):
             robot=BodyState.zeros(n, len(bodies), j),
             ref=BodyState.zeros(n, len(bodies), j),
             default_joint_pos=g1.DEFAULT_JOINT_POS.astype(np.float32),
-            soft_joint_limits=g1.soft_joint_limits(self.model).astype(np.float32),
+            soft_joint_limits=g1.G1.soft_joint_limits(self.model).astype(np.float32),
         )
         self.command = CommandManager(self.library, s)
         self.sampler = MotionSampler(

@@ -8,33 +8,33 @@ results out; every other step is vectorized numpy.
 from __future__ import annotations
 
 import functools
-from types import ModuleType
 
 import mujoco
 import numpy as np
 from tqdm.auto import tqdm
 
 from gym_motion.motion import _quat
+from gym_motion.robots.spec import RobotSpec
 
 _PROGRESS_CHUNK = 256  # frames between progress-bar updates
 PROGRESS_MIN_FRAMES = 2000  # show a progress bar (when ``progress`` is None) from this many frames
 
 
-def default_robot() -> ModuleType:
-    """The robot module used when none is given: ``gym_motion.robots.g1``."""
-    from gym_motion.robots import g1
+def default_robot() -> RobotSpec:
+    """The robot used when none is given: `gym_motion.robots.g1.G1`."""
+    from gym_motion.robots.g1 import G1
 
-    return g1
+    return G1
 
 
 @functools.cache
-def robot_model(robot: ModuleType) -> mujoco.MjModel:
-    """The robot's MuJoCo model without floor (cached per robot module).
+def robot_model(robot: RobotSpec) -> mujoco.MjModel:
+    """The robot's MuJoCo model without floor (cached per spec, which compares by identity).
 
-    Bodies are ``world + robot.BODY_NAMES``; ``qpos`` is root xyz, root quat wxyz and the joints in
-    ``robot.JOINT_NAMES`` order.
+    Bodies are ``world + robot.body_names``; ``qpos`` is root xyz, root quat wxyz and the joints in
+    ``robot.joint_names`` order.
     """
-    return robot.load_model(floor=False)
+    return robot.build_model(floor=False)
 
 
 def body_ids(model: mujoco.MjModel, names: tuple[str, ...]) -> np.ndarray:

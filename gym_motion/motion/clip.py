@@ -21,12 +21,12 @@ import warnings
 import zipfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from types import ModuleType
 
 import mujoco
 import numpy as np
 
 from gym_motion.motion import _kinematics, _quat
+from gym_motion.robots.spec import RobotSpec
 
 __all__ = [
     "FORMAT_VERSION",
@@ -249,7 +249,7 @@ def _write_npz(fileobj, entries: dict[str, np.ndarray]) -> None:
 
 def load_clip(
     path: str | os.PathLike,
-    robot: ModuleType | None = None,
+    robot: RobotSpec | None = None,
     fps: float | None = None,
     body_names: tuple[str, ...] | list[str] | None = None,
     check_kinematics: bool = True,
@@ -261,8 +261,8 @@ def load_clip(
 
     Args:
         path: npz file written by ``save_clip`` or a legacy converter.
-        robot: robot module (``JOINT_NAMES``, ``BODY_NAMES``, ``ROOT_BODY``, ``load_model``);
-            None means ``gym_motion.robots.g1``.
+        robot: the `RobotSpec` the clip is checked against (names, and forward kinematics of its
+            model); None means `gym_motion.robots.g1.G1`.
         fps: target rate (the env's control rate, e.g. 50.0); the clip is resampled when its rate
             differs and ``source_fps`` keeps the file's rate. None keeps the file's rate.
         body_names: names of the body arrays' entries for legacy files without ``body_names``
@@ -355,23 +355,23 @@ def load_clip(
 
 def validate_clip(
     clip: MotionClip,
-    robot: ModuleType | None = None,
+    robot: RobotSpec | None = None,
     source: str = "clip",
     check_kinematics: bool = True,
 ) -> None:
     """Check a clip against the robot; raise ``MotionFormatError`` or warn (see ``load_clip``)."""
     robot = _kinematics.default_robot() if robot is None else robot
-    if clip.joint_names != tuple(robot.JOINT_NAMES):
+    if clip.joint_names != tuple(robot.joint_names):
         raise MotionFormatError(
-            f"{source}: {_names_diff('joint', clip.joint_names, robot.JOINT_NAMES)}"
+            f"{source}: {_names_diff('joint', clip.joint_names, robot.joint_names)}"
         )
-    unknown = [n for n in clip.body_names if n not in robot.BODY_NAMES]
+    unknown = [n for n in clip.body_names if n not in robot.body_names]
     if unknown:
         raise MotionFormatError(f"{source}: body name(s) {unknown} are not bodies of the robot")
     if len(set(clip.body_names)) != len(clip.body_names):
         raise MotionFormatError(f"{source}: duplicate body names in {clip.body_names}")
-    if robot.ROOT_BODY not in clip.body_names:
-        raise MotionFormatError(f"{source}: the root body {robot.ROOT_BODY!r} is missing")
+    if robot.root_body not in clip.body_names:
+        raise MotionFormatError(f"{source}: the root body {robot.root_body!r} is missing")
     for key in ARRAY_KEYS:
         _check_finite(getattr(clip, key), key, clip, source)
     norms = np.linalg.norm(clip.body_quat_w.astype(np.float64), axis=-1)
@@ -382,12 +382,12 @@ def validate_clip(
             f"{source}: key 'body_quat_w' frame {t} body {clip.body_names[b]!r}: quaternion norm "
             f"{norms[t, b]:.6f} is off by more than {QUAT_NORM_TOL} (expected unit wxyz)"
         )
-    root = clip.body_index(robot.ROOT_BODY)
+    root = clip.body_index(robot.root_body)
     root_z = clip.body_pos_w[:, root, 2]
     if root_z.min() < MIN_ROOT_HEIGHT:
         t = int(np.argmin(root_z))
         raise MotionFormatError(
-            f"{source}: key 'body_pos_w' frame {t}: root body {robot.ROOT_BODY!r} is at height "
+            f"{source}: key 'body_pos_w' frame {t}: root body {robot.root_body!r} is at height "
             f"{root_z[t]:.3f} m, below the floor (z = 0, z up); wrong up axis or units?"
         )
     model = _kinematics.robot_model(robot)
@@ -417,31 +417,31 @@ def _names_diff(kind: str, got: tuple[str, ...], want: tuple[str, ...]) -> str:
     )
 
 
-def _joint_names(data: dict, arrays: dict, robot: ModuleType, src: str) -> tuple[str, ...]:
+def _joint_names(data: dict, arrays: dict, robot: RobotSpec, src: str) -> tuple[str, ...]:
     jp = arrays["joint_pos"]
     if "joint_names" in data:
         names = tuple(str(n) for n in data["joint_names"].reshape(-1))
-        if names != tuple(robot.JOINT_NAMES) and sorted(names) == sorted(robot.JOINT_NAMES):
+        if names != tuple(robot.joint_names) and sorted(names) == sorted(robot.joint_names):
             # the same joints, named, in another order (e.g. another simulator's): reorder
-            order = [names.index(j) for j in robot.JOINT_NAMES]
+            order = [names.index(j) for j in robot.joint_names]
             for key in ("joint_pos", "joint_vel"):
                 arrays[key] = arrays[key][:, order]
-            return tuple(robot.JOINT_NAMES)
-        if names != tuple(robot.JOINT_NAMES):
+            return tuple(robot.joint_names)
+        if names != tuple(robot.joint_names):
             raise MotionFormatError(
-                f"{src}: key 'joint_names': {_names_diff('joint', names, robot.JOINT_NAMES)}"
+                f"{src}: key 'joint_names': {_names_diff('joint', names, robot.joint_names)}"
             )
         return names
     count = jp.shape[-1] if jp.ndim == 2 else None
-    if count != len(robot.JOINT_NAMES):
+    if count != len(robot.joint_names):
         raise MotionFormatError(
             f"{src}: key 'joint_pos' has shape {jp.shape}; a legacy file without 'joint_names' "
-            f"must have (T, {len(robot.JOINT_NAMES)}) joints in the robot's joint order"
+            f"must have (T, {len(robot.joint_names)}) joints in the robot's joint order"
         )
-    return tuple(robot.JOINT_NAMES)
+    return tuple(robot.joint_names)
 
 
-def _body_names(data: dict, arrays: dict, robot: ModuleType, given, src: str) -> tuple[str, ...]:
+def _body_names(data: dict, arrays: dict, robot: RobotSpec, given, src: str) -> tuple[str, ...]:
     bp = arrays["body_pos_w"]
     if bp.ndim != 3:
         raise MotionFormatError(f"{src}: key 'body_pos_w' must be (T, B, 3), got shape {bp.shape}")
@@ -453,7 +453,7 @@ def _body_names(data: dict, arrays: dict, robot: ModuleType, given, src: str) ->
         names = tuple(str(n) for n in given)
         origin = "argument body_names"
     else:
-        robot_names = tuple(robot.BODY_NAMES)
+        robot_names = tuple(robot.body_names)
         if count == len(robot_names):
             return robot_names
         if count == len(robot_names) + 1:
@@ -522,9 +522,9 @@ def _root_qpos(clip: MotionClip, root: str, frames: np.ndarray) -> np.ndarray:
     )
 
 
-def _check_kinematics(clip: MotionClip, robot: ModuleType, model: mujoco.MjModel, src: str) -> None:
+def _check_kinematics(clip: MotionClip, robot: RobotSpec, model: mujoco.MjModel, src: str) -> None:
     frames = np.unique(np.linspace(0, clip.num_frames - 1, KINEMATIC_SAMPLES).round().astype(int))
-    qpos = _root_qpos(clip, robot.ROOT_BODY, frames)
+    qpos = _root_qpos(clip, robot.root_body, frames)
     ids = _kinematics.body_ids(model, clip.body_names)
     fk = _kinematics.body_poses(model, qpos, ids)
     err = np.linalg.norm(fk - clip.body_pos_w[frames], axis=-1)  # (F, B)

@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 
 from gym_motion.motion import _kinematics, _quat
 from gym_motion.motion.clip import MotionClip, MotionFormatError, resample_grid, save_clip
+from gym_motion.robots.spec import RobotSpec
 
 __all__ = ["clip_from_qpos", "convert_csv", "read_csv", "resample_qpos"]
 
@@ -38,7 +38,7 @@ UPRIGHT_MIN = 0.9
 
 
 def read_csv(
-    csv_path: str | os.PathLike, robot: ModuleType | None = None, quat_order: str = "xyzw"
+    csv_path: str | os.PathLike, robot: RobotSpec | None = None, quat_order: str = "xyzw"
 ) -> np.ndarray:
     """Read a motion CSV into MuJoCo ``qpos`` rows ``(T, 7 + J) float64``, root quaternion wxyz.
 
@@ -49,7 +49,7 @@ def read_csv(
     """
     robot = _kinematics.default_robot() if robot is None else robot
     src = str(csv_path)
-    num_joints = len(robot.JOINT_NAMES)
+    num_joints = len(robot.joint_names)
     num_cols = ROOT_COLUMNS + num_joints
     layout = (
         f"{num_cols} columns: root x y z (m) | root quaternion x y z w | {num_joints} joint "
@@ -122,7 +122,7 @@ def resample_qpos(qpos: np.ndarray, input_fps: float, output_fps: float) -> np.n
 def clip_from_qpos(
     qpos: np.ndarray,
     fps: float,
-    robot: ModuleType | None = None,
+    robot: RobotSpec | None = None,
     source_fps: float | None = None,
     progress: bool | None = None,
 ) -> MotionClip:
@@ -130,7 +130,7 @@ def clip_from_qpos(
 
     Velocities are central differences (``np.gradient`` stencil, one-sided at the ends; root
     angular velocity from neighbouring rotations), body arrays come from MuJoCo for every frame
-    (all ``robot.BODY_NAMES``). ``progress`` shows a tqdm bar (None: for long clips).
+    (all ``robot.body_names``). ``progress`` shows a tqdm bar (None: for long clips).
     """
     robot = _kinematics.default_robot() if robot is None else robot
     qpos = np.asarray(qpos, dtype=np.float64)
@@ -145,12 +145,12 @@ def clip_from_qpos(
     qvel = _kinematics.free_qvel(qpos[:, 3:7], root_lin_vel, root_ang_vel, joint_vel)
 
     model = _kinematics.robot_model(robot)
-    names = tuple(robot.BODY_NAMES)
+    names = tuple(robot.body_names)
     ids = _kinematics.body_ids(model, names)
     pos, quat, lin_vel, ang_vel = _kinematics.body_states(model, qpos, qvel, ids, progress)
     return MotionClip(
         fps=fps,
-        joint_names=tuple(robot.JOINT_NAMES),
+        joint_names=tuple(robot.joint_names),
         body_names=names,
         joint_pos=qpos[:, ROOT_COLUMNS:],
         joint_vel=joint_vel,
@@ -169,7 +169,7 @@ def convert_csv(
     input_fps: float,
     output_fps: float = 50.0,
     frame_range: tuple[int, int] | None = None,
-    robot: ModuleType | None = None,
+    robot: RobotSpec | None = None,
     quat_order: str = "xyzw",
     progress: bool | None = None,
 ) -> MotionClip:

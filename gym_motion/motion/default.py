@@ -48,8 +48,8 @@ KEYFRAMES: tuple[tuple[float, dict[str, float]], ...] = (
 
 
 def _pose(robot, overrides: dict[str, float]) -> np.ndarray:
-    pose = np.array(robot.DEFAULT_JOINT_POS, dtype=np.float64)
-    for i, joint in enumerate(robot.JOINT_NAMES):
+    pose = np.array(robot.default_joint_pos, dtype=np.float64)
+    for i, joint in enumerate(robot.joint_names):
         part = joint.removesuffix("_joint")
         side_free = part.removeprefix("left_").removeprefix("right_")
         if part in overrides:

@@ -16,12 +16,12 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 
 from gym_motion.motion import _kinematics
 from gym_motion.motion.clip import ARRAY_KEYS, MotionClip, load_clip
+from gym_motion.robots.spec import RobotSpec
 
 __all__ = ["MotionLibrary"]
 
@@ -91,12 +91,12 @@ class MotionLibrary:
         cls,
         paths: str | os.PathLike | Sequence[str | os.PathLike],
         fps: float = 50.0,
-        robot: ModuleType | None = None,
+        robot: RobotSpec | None = None,
         body_names: Sequence[str] | None = None,
     ) -> MotionLibrary:
         """Load clips (one npz or folder of ``*.npz``, or a list of them) resampled to ``fps``.
 
-        Every clip is validated by ``load_clip``; bodies default to ``robot.BODY_NAMES``.
+        Every clip is validated by ``load_clip``; bodies default to ``robot.body_names``.
         """
         robot = _kinematics.default_robot() if robot is None else robot
         if isinstance(paths, (str, os.PathLike)):
@@ -111,7 +111,7 @@ class MotionLibrary:
             else:
                 files.append(p)
         clips = [load_clip(f, robot=robot, fps=fps) for f in files]
-        names = body_names if body_names is not None else robot.BODY_NAMES
+        names = body_names if body_names is not None else robot.body_names
         return cls(clips, body_names=names, names=[f.stem for f in files])
 
     @property

@@ -31,7 +31,7 @@ def test_default_motion_loads_without_warnings():
 def test_lowest_foot_point_touches_the_floor(default_clip):
     model = g1.load_model(floor=False)
     data = mujoco.MjData(model)
-    feet = g1.foot_geom_ids(model)
+    feet = g1.G1.foot_geom_ids(model)
     for t in range(0, default_clip.num_frames, 40):
         data.qpos[:3] = default_clip.body_pos_w[t, 0]
         data.qpos[3:7] = default_clip.body_quat_w[t, 0]

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from gym_motion.robots import g1
+from gym_motion.robots.spec import body_ids
 
 SHARED = Path(__file__).resolve().parents[2] / ".." / "shared"
 REFERENCE_XML = SHARED / "reference" / "g1" / "g1.xml"
@@ -67,7 +68,7 @@ def test_forward_kinematics_equal_reference(model_no_floor: mujoco.MjModel, refe
     model = model_no_floor
     rng = np.random.default_rng(7)
     data, ref_data = mujoco.MjData(model), mujoco.MjData(reference)
-    ref_bodies = g1.body_ids(reference)
+    ref_bodies = body_ids(reference, g1.BODY_NAMES)
     ref_sites = [reference.site(n).id for n in g1.SITE_NAMES]
     sites = [model.site(n).id for n in g1.SITE_NAMES]
     low, high = model.jnt_range[1:].T
@@ -80,14 +81,14 @@ def test_forward_kinematics_equal_reference(model_no_floor: mujoco.MjModel, refe
         ref_data.qpos[:] = qpos
         mujoco.mj_kinematics(model, data)
         mujoco.mj_kinematics(reference, ref_data)
-        bodies = g1.body_ids(model)
+        bodies = body_ids(model, g1.BODY_NAMES)
         np.testing.assert_allclose(data.xpos[bodies], ref_data.xpos[ref_bodies], rtol=0, atol=1e-6)
         assert quat_angle(data.xquat[bodies], ref_data.xquat[ref_bodies]).max() < 1e-6
         np.testing.assert_allclose(data.site_xpos[sites], ref_data.site_xpos[ref_sites], atol=1e-6)
 
 
 def test_inertias_and_joint_ranges_equal_reference(model: mujoco.MjModel, reference):
-    bodies, ref_bodies = g1.body_ids(model), g1.body_ids(reference)
+    bodies, ref_bodies = body_ids(model, g1.BODY_NAMES), body_ids(reference, g1.BODY_NAMES)
     np.testing.assert_allclose(model.body_mass[bodies], reference.body_mass[ref_bodies], rtol=1e-6)
     np.testing.assert_allclose(
         model.body_inertia[bodies], reference.body_inertia[ref_bodies], rtol=1e-6
@@ -127,7 +128,7 @@ def test_collision_geoms_equal_reference(model_no_floor: mujoco.MjModel, referen
 
 def test_contact_parameters(model_no_floor: mujoco.MjModel):
     model = model_no_floor
-    feet = g1.foot_geom_ids(model)
+    feet = g1.G1.foot_geom_ids(model)
     assert len(feet) == 14
     assert all(
         model.geom(i).name.endswith("_collision") and "foot" in model.geom(i).name for i in feet
@@ -216,7 +217,7 @@ def test_model_carries_actuators_in_joint_order(model: mujoco.MjModel):
     np.testing.assert_allclose(model.actuator_biasprm[:, 1], -spec_column(1), rtol=1e-3)
     np.testing.assert_allclose(model.actuator_biasprm[:, 2], -spec_column(2), rtol=1e-3)
     np.testing.assert_allclose(
-        model.dof_armature[g1.joint_dof_adr(model)], spec_column(0), rtol=1e-3
+        model.dof_armature[g1.G1.joint_dof_adr(model)], spec_column(0), rtol=1e-3
     )
     np.testing.assert_allclose(model.actuator_forcerange[:, 1], spec_column(3), rtol=1e-3)
     np.testing.assert_allclose(model.actuator_forcerange[:, 0], -spec_column(3), rtol=1e-3)
@@ -236,7 +237,7 @@ def test_options_match_task_spec(model: mujoco.MjModel):
 def test_default_keyframe(model: mujoco.MjModel):
     key = model.key(g1.KEYFRAME)
     np.testing.assert_array_equal(key.qpos[:7], [0, 0, 0.76, 1, 0, 0, 0])
-    np.testing.assert_array_equal(key.qpos[g1.joint_qpos_adr(model)], g1.DEFAULT_JOINT_POS)
+    np.testing.assert_array_equal(key.qpos[g1.G1.joint_qpos_adr(model)], g1.DEFAULT_JOINT_POS)
     np.testing.assert_array_equal(key.ctrl, g1.DEFAULT_JOINT_POS)
 
 
@@ -247,7 +248,7 @@ def test_floor_is_optional(model: mujoco.MjModel, model_no_floor: mujoco.MjModel
 
 
 def test_soft_joint_limits_are_ninety_percent_centred(model: mujoco.MjModel):
-    soft = g1.soft_joint_limits(model)
+    soft = g1.G1.soft_joint_limits(model)
     hard = model.jnt_range[1:]
     assert soft.shape == (29, 2)
     np.testing.assert_allclose(soft.mean(axis=1), hard.mean(axis=1))
@@ -301,7 +302,7 @@ def test_missing_file_is_refused(tmp_path: Path):
 
 def test_project_model_is_package_data():
     assert g1.MODEL_XML.is_file()
-    assert g1.MODEL_XML.parent.name == "assets" and g1.MODEL_XML.parent.parent.name == "gym_motion"
+    assert g1.MODEL_XML.parent.name == "g1" and g1.MODEL_XML.parents[1].name == "robots"
 
 
 # --- self-contact sensor --------------------------------------------------------------------------
