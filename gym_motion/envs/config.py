@@ -11,37 +11,105 @@ drop a reward term or reweight one::
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
 
+from gym_motion.managers import events, reward, termination
 from gym_motion.managers import observation as obs
-from gym_motion.managers import reward, termination
-from gym_motion.managers.events import EventCfg
+from gym_motion.managers.events import EventTermCfg
 from gym_motion.managers.observation import ObsTermCfg
 from gym_motion.managers.reward import RewardTermCfg
 from gym_motion.managers.termination import TerminationTermCfg
-from gym_motion.robots import g1
+from gym_motion.robots.g1 import G1
+from gym_motion.robots.spec import RobotSpec
 
 
 @dataclass(frozen=True)
 class SimCfg:
-    """Physics timing and engine capacities (TASK_SPEC section 1).
+    """Physics timing (TASK_SPEC section 1).
 
     Attributes:
         physics_dt: substep, s. decimation: substeps per control step.
         self_contact_threshold: normal force, N, above which a self-contact counts.
-        nconmax, njmax: per-world contact and constraint capacity (MuJoCo Warp only).
     """
 
     physics_dt: float = 0.005
     decimation: int = 4
     self_contact_threshold: float = 10.0
-    nconmax: int = 35
-    njmax: int = 250
 
     @property
     def control_dt(self) -> float:
         """Control step, s."""
         return self.physics_dt * self.decimation
+
+
+# Settings each backend takes (the others must keep their defaults).
+_BACKEND_SETTINGS = {
+    "mujoco": ("num_threads", "cpu_ids"),
+    "mjwarp": ("device", "nconmax", "njmax", "on_overflow"),
+}
+
+
+@dataclass(frozen=True)
+class BackendCfg:
+    """Which physics backend steps the envs, and its settings.
+
+    Attributes:
+        name: "mujoco" (official MuJoCo, CPU threads) or "mjwarp" (MuJoCo Warp).
+        num_threads: physics threads (mujoco; None: every CPU the process may use).
+        cpu_ids: CPUs to pin physics and Numba threads to (mujoco, Linux).
+        device: Warp device (mjwarp; None: "cuda:0" when a GPU exists, else "cpu").
+        nconmax, njmax: contacts and constraint rows per world (mjwarp).
+        on_overflow: "raise" or "terminate" on a capacity overflow (mjwarp).
+    """
+
+    name: str = "mujoco"
+    num_threads: int | None = None
+    cpu_ids: tuple[int, ...] | None = None
+    device: str | None = None
+    nconmax: int = 35
+    njmax: int = 250
+    on_overflow: str = "raise"
+
+    def __post_init__(self) -> None:
+        if self.cpu_ids is not None:
+            object.__setattr__(self, "cpu_ids", tuple(int(c) for c in self.cpu_ids))
+
+    def kwargs(self) -> dict[str, Any]:
+        """The backend constructor's keyword arguments for these settings.
+
+        Raises:
+            ValueError: an unknown backend name, or a non-default setting that this backend
+                does not take (the message names the backend that does).
+        """
+        if self.name not in _BACKEND_SETTINGS:
+            raise ValueError(
+                f"unknown backend {self.name!r}; valid choices: {sorted(_BACKEND_SETTINGS)}"
+            )
+        own = _BACKEND_SETTINGS[self.name]
+        default = BackendCfg()
+        for f in fields(self):
+            if f.name == "name" or f.name in own:
+                continue
+            if getattr(self, f.name) != getattr(default, f.name):
+                owner = next(b for b, keys in _BACKEND_SETTINGS.items() if f.name in keys)
+                raise ValueError(
+                    f"{f.name}={getattr(self, f.name)!r} is a setting of the {owner!r} backend, "
+                    f"not of {self.name!r}"
+                )
+        return {k: getattr(self, k) for k in own}
+
+    def updated(self, name: str | None = None, **settings: Any) -> BackendCfg:
+        """A copy with another backend `name` and/or settings.
+
+        Raises:
+            ValueError: an unknown setting (the message lists the valid ones).
+        """
+        valid = {f.name for f in fields(self)} - {"name"}
+        unknown = sorted(set(settings) - valid)
+        if unknown:
+            raise ValueError(f"unknown backend settings {unknown}; valid: {sorted(valid)}")
+        return replace(self, name=name or self.name, **settings)
 
 
 @dataclass(frozen=True)
@@ -98,20 +166,44 @@ def default_rewards() -> dict[str, RewardTermCfg]:
     }
 
 
-def default_terminations() -> dict[str, TerminationTermCfg]:
+def default_terminations(robot: RobotSpec = G1) -> dict[str, TerminationTermCfg]:
     """The three tracking-failure terminations of TASK_SPEC section 8."""
     return {
         "anchor_height": TerminationTermCfg(termination.anchor_height, {"threshold": 0.25}),
         "anchor_gravity": TerminationTermCfg(termination.anchor_gravity, {"threshold": 0.8}),
         "end_effector_height": TerminationTermCfg(
-            termination.body_height, {"threshold": 0.25, "bodies": g1.END_EFFECTORS}
+            termination.body_height, {"threshold": 0.25, "bodies": robot.end_effector_bodies}
         ),
     }
 
 
-def policy_terms(state_estimation: bool = True) -> dict[str, ObsTermCfg]:
+def default_events(robot: RobotSpec = G1) -> dict[str, EventTermCfg]:
+    """Domain randomisation and pushes of TASK_SPEC section 11 (run in this order)."""
+    return {
+        "torso_com": EventTermCfg(
+            events.body_com_offset,
+            "startup",
+            {"body": robot.anchor_body,
+             "offset_range": ((-0.025, 0.025), (-0.05, 0.05), (-0.05, 0.05))},
+        ),  # fmt: skip
+        "foot_friction": EventTermCfg(
+            events.foot_friction, "startup", {"friction_range": (0.3, 1.2)}
+        ),
+        "encoder_bias": EventTermCfg(events.encoder_bias, "reset", {"bias_range": (-0.01, 0.01)}),
+        "push": EventTermCfg(
+            events.push_root,
+            "interval",
+            {"velocity_range": (
+                (-0.5, 0.5), (-0.5, 0.5), (-0.2, 0.2), (-0.52, 0.52), (-0.52, 0.52), (-0.78, 0.78),
+            )},
+            interval_s=(1.0, 3.0),
+        ),  # fmt: skip
+    }
+
+
+def policy_terms(state_estimation: bool = True, robot: RobotSpec = G1) -> dict[str, ObsTermCfg]:
     """Actor observation (160 values; 154 without state estimation), TASK_SPEC section 5."""
-    j = g1.NUM_JOINTS
+    j = robot.num_joints
     terms = {
         "command": ObsTermCfg(obs.command, 2 * j),
         "anchor_pos": ObsTermCfg(obs.anchor_pos_b, 3, 0.25),
@@ -127,9 +219,9 @@ def policy_terms(state_estimation: bool = True) -> dict[str, ObsTermCfg]:
     return terms
 
 
-def critic_terms() -> dict[str, ObsTermCfg]:
+def critic_terms(robot: RobotSpec = G1) -> dict[str, ObsTermCfg]:
     """Critic observation (286 values, no noise), TASK_SPEC section 5."""
-    j, b = g1.NUM_JOINTS, len(g1.TRACKED_BODIES)
+    j, b = robot.num_joints, len(robot.tracked_bodies)
     return {
         "command": ObsTermCfg(obs.command, 2 * j),
         "anchor_pos": ObsTermCfg(obs.anchor_pos_b, 3),
@@ -146,41 +238,82 @@ def critic_terms() -> dict[str, ObsTermCfg]:
 
 @dataclass(frozen=True)
 class TrackingEnvCfg:
-    """The whole task. Defaults are the BeyondMimic G1 task of TASK_SPEC.
+    """The whole task, its robot and its backend; a run's ``config.json`` rebuilds it
+    (`to_json`, `from_json`). Defaults are the BeyondMimic G1 task of TASK_SPEC.
+
+    Terms that name bodies name the robot's; for another robot build the task with
+    `TrackingEnvCfg.for_robot`.
 
     Attributes:
+        robot: the `RobotSpec` (default `gym_motion.robots.g1.G1`).
+        sim: physics timing. backend: physics backend and its settings.
         episode_length_s: time limit (truncation), s.
-        obs_noise: add the policy terms' uniform noise (training); off for evaluation.
+        rewards, terminations, events: term name -> term config.
         state_estimation: False drops anchor position and base linear velocity from the
             policy observation (154 values).
+        obs_noise: add the policy terms' uniform noise (training); off for evaluation.
+        reset: RSI noise. sampling: where episodes start in the motion.
     """
 
+    robot: RobotSpec = G1
     sim: SimCfg = field(default_factory=SimCfg)
+    backend: BackendCfg = field(default_factory=BackendCfg)
     episode_length_s: float = 10.0
     rewards: dict[str, RewardTermCfg] = field(default_factory=default_rewards)
     terminations: dict[str, TerminationTermCfg] = field(default_factory=default_terminations)
     state_estimation: bool = True
     obs_noise: bool = True
     reset: ResetCfg = field(default_factory=ResetCfg)
-    events: EventCfg = field(default_factory=EventCfg)
+    events: dict[str, EventTermCfg] = field(default_factory=default_events)
     sampling: SamplingCfg = field(default_factory=SamplingCfg)
+
+    @classmethod
+    def for_robot(cls, robot: RobotSpec, **overrides: Any) -> TrackingEnvCfg:
+        """The default task for `robot`: terms that name bodies take the robot's (end
+        effectors, anchor); `overrides` replace fields."""
+        return cls(
+            robot=robot,
+            terminations=default_terminations(robot),
+            events=default_events(robot),
+            **overrides,
+        )
 
     def observation_groups(self) -> dict[str, dict[str, ObsTermCfg]]:
         """The "policy" and "critic" observation groups."""
-        return {"policy": policy_terms(self.state_estimation), "critic": critic_terms()}
+        return {
+            "policy": policy_terms(self.state_estimation, self.robot),
+            "critic": critic_terms(self.robot),
+        }
+
+    def to_json(self) -> str:
+        """This config as JSON (functions by import path, the robot by name and MJCF)."""
+        from gym_motion.envs.cfg_json import dumps
+
+        return dumps(self)
+
+    @classmethod
+    def from_json(cls, text: str) -> TrackingEnvCfg:
+        """The config `to_json` wrote.
+
+        Raises:
+            ValueError: not a `TrackingEnvCfg`, an unknown robot name, or a term function that
+                cannot be imported (the message names it).
+        """
+        from gym_motion.envs.cfg_json import loads
+
+        cfg = loads(text)
+        if not isinstance(cfg, cls):
+            raise ValueError(f"expected a {cls.__name__} JSON, got {type(cfg).__name__}")
+        return cfg
 
 
 def eval_cfg(cfg: TrackingEnvCfg | None = None) -> TrackingEnvCfg:
     """`cfg` for evaluation: clips from their start, no randomisation, no noise."""
-    from dataclasses import replace
-
-    from gym_motion.managers.events import NO_EVENTS
-
     cfg = cfg or TrackingEnvCfg()
     return replace(
         cfg,
         obs_noise=False,
         reset=NO_RESET_NOISE,
-        events=NO_EVENTS,
+        events={},
         sampling=replace(cfg.sampling, mode="start"),
     )

@@ -1,7 +1,11 @@
-"""The motion command: which clip frame each env tracks, and the reference state there.
+"""The motion command: which clip frame each env tracks, the reference there, and how far the
+robot is from it.
 
-Each control step the motion time advances one frame; an env that runs past the end of its
-clip is flagged so the env can re-initialise it on a freshly sampled frame (TASK_SPEC 4).
+The command manager owns everything about the reference motion (docs/task.md sections 4, 9 and
+10): sampling start frames (`MotionSampler`), reference state initialisation (RSI) of reset
+rows, advancing the motion one frame per control step, flagging envs past their clip's end (the
+env re-initialises them on a new frame; the episode goes on), the re-anchored reference, and the
+tracking errors with their per-episode means.
 """
 
 from __future__ import annotations
@@ -9,37 +13,120 @@ from __future__ import annotations
 import numpy as np
 
 from gym_motion.kernels.command import gather_frames, gather_rows, reanchor_bodies
+from gym_motion.kernels.metrics import TRACKING_ERRORS, tracking_errors
+from gym_motion.kernels.reset import rsi_state
 from gym_motion.managers.state import MDPState
+from gym_motion.motion.library import MotionLibrary
+from gym_motion.motion.sampler import MotionSampler
 
 
 class CommandManager:
     """Per-env motion state over a motion library, and the reference it implies.
 
     Args:
-        library: a `gym_motion.motion.MotionLibrary` at the env's control rate.
+        library: a `MotionLibrary` at the env's control rate, holding every tracked body.
         state: the shared MDP state; `state.ref` and the re-anchored reference are written here.
+        root_body: name of the floating base in the library (its pose and velocity start RSI).
+        sampling: a `gym_motion.envs.config.SamplingCfg` (mode, EMA rate, uniform weight, bins).
+        reset: a `gym_motion.envs.config.ResetCfg` (RSI noise ranges).
+        dt: control step, s (the library's frame period).
 
     Attributes:
         clip_ids: (N,) int32, clip of each env. frames: (N,) int32, frame within the clip.
         clip_end: (N,) bool, set by `advance` for envs that ran past their clip's last frame.
+        sampler: the `MotionSampler` of start frames.
+        errors: (N, len(TRACKING_ERRORS)) float32, tracking errors of the last step.
+
+    Raises:
+        ValueError: the library lacks a tracked body or the root body.
     """
 
-    def __init__(self, library, state: MDPState):
+    def __init__(self, library: MotionLibrary, state: MDPState, root_body: str, sampling, reset,
+                 dt: float):  # fmt: skip
         self.library = library
         self._state = state
         lib_bodies = tuple(library.body_names)
-        missing = [b for b in state.body_names if b not in lib_bodies]
+        missing = [b for b in (*state.body_names, root_body) if b not in lib_bodies]
         if missing:
             raise ValueError(f"motion library lacks tracked bodies {missing}")
         self._body_ids = np.array([lib_bodies.index(b) for b in state.body_names], np.int64)
+        self._lib_root = lib_bodies.index(root_body)
         self._starts = np.asarray(library.starts, np.int64)
         self._lengths = np.asarray(library.lengths, np.int64)
-        n = state.num_envs
+        n, j = state.num_envs, state.robot.joint_pos.shape[1]
         self.clip_ids = np.zeros(n, np.int32)
         self.frames = np.zeros(n, np.int32)
         self.clip_end = np.zeros(n, bool)
         self._rows = np.zeros(n, np.int64)
         self._all = np.arange(n, dtype=np.int64)
+        self.sampler = MotionSampler(
+            library.lengths,
+            fps=1.0 / dt,
+            mode=sampling.mode,
+            num_envs=n,
+            alpha=sampling.ema_alpha,
+            uniform_ratio=sampling.uniform_weight,
+            bin_seconds=sampling.bin_s,
+        )
+        self._reset_cfg = reset
+        self.reset_noise_scale = 1.0
+        self._qpos = np.zeros((n, 7 + j))
+        self._qvel = np.zeros((n, 6 + j))
+        self.errors = np.zeros((n, len(TRACKING_ERRORS)), np.float32)
+        self._error_sums = np.zeros((n, len(TRACKING_ERRORS)), np.float64)
+
+    # ------------------------------------------------------------------ reset states
+    @property
+    def reset_noise_scale(self) -> float:
+        """Factor on every `ResetCfg` range (root pose, root velocity, joints) of later resets.
+
+        1.0 is the configured noise; 0.0 starts episodes exactly on the reference. Setting it
+        raises ValueError unless it is a finite number >= 0. The random draws do not depend on
+        it, so runs that differ only in the scale see the same frames and directions.
+        """
+        return self._reset_noise_scale
+
+    @reset_noise_scale.setter
+    def reset_noise_scale(self, scale: float) -> None:
+        scale = float(scale)
+        if not (np.isfinite(scale) and scale >= 0.0):
+            raise ValueError(f"reset_noise_scale must be a finite number >= 0, got {scale}")
+        reset = self._reset_cfg
+        self._reset_pose = scale * np.array(reset.pose_range, np.float64)
+        self._reset_vel = scale * np.array(reset.velocity_range, np.float64)
+        self._reset_joint = scale * np.array(reset.joint_pos_range, np.float64)
+        self._reset_noise_scale = scale
+
+    def sample_states(
+        self, env_ids: np.ndarray, rng: np.random.Generator
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Reference state initialisation of rows `env_ids` (M,) (docs/task.md section 9).
+
+        Draws a start (clip, frame) per row from the sampler, points the rows there and returns
+        the robot state near that reference frame: qpos (M, 7 + J) = root position (m, world
+        frame), root quaternion (wxyz), joints (rad); qvel (M, 6 + J) = root linear velocity
+        (m/s, world frame), root angular velocity (rad/s, root frame), joint velocities. The
+        arrays are views of owned buffers, valid until the next call.
+        """
+        clip_ids, frames = self.sampler.sample(env_ids.size, rng)
+        self.set_frames(env_ids, clip_ids, frames)
+        lib, root, m = self.library, self._lib_root, env_ids.size
+        rows = self.reference_rows(env_ids)
+        qpos, qvel = self._qpos[:m], self._qvel[:m]
+        unit = rng.random((m, 12 + qpos.shape[1] - 7))
+        rsi_state(
+            lib.body_pos_w[rows, root], lib.body_quat_w[rows, root],
+            lib.body_lin_vel_w[rows, root], lib.body_ang_vel_w[rows, root],
+            lib.joint_pos[rows], lib.joint_vel[rows], unit,
+            self._reset_pose, self._reset_vel, self._reset_joint,
+            self._state.soft_joint_limits, qpos, qvel,
+        )  # fmt: skip
+        return qpos, qvel
+
+    def update_sampler(self, env_ids: np.ndarray, terminated: np.ndarray) -> None:
+        """Fold the episodes that ended this step on rows `env_ids` (M,) into the adaptive
+        sampler; `terminated` (M,) bool marks failures. Call once per step."""
+        self.sampler.update(self.clip_ids[env_ids], self.frames[env_ids], terminated)
 
     def set_frames(self, env_ids: np.ndarray, clip_ids: np.ndarray, frames: np.ndarray) -> None:
         """Point rows `env_ids` (M,) at (clip_ids, frames) (M,) int."""
@@ -47,6 +134,7 @@ class CommandManager:
         self.frames[env_ids] = frames
         self.clip_end[env_ids] = False
 
+    # ------------------------------------------------------------------ per step
     def advance(self) -> np.ndarray:
         """Advance every env one frame; returns `clip_end` (N,) bool (owned buffer).
 
@@ -86,3 +174,29 @@ class CommandManager:
             ref.pos_w, ref.quat_w, a, s.robot.pos_w[:, a], s.robot.quat_w[:, a], ids,
             s.ref_rel_pos_w, s.ref_rel_quat_w,
         )  # fmt: skip
+
+    def compute_errors(self) -> np.ndarray:
+        """Tracking errors of every env (`TRACKING_ERRORS` order, m and rad) into `errors`,
+        added to the episode sums; returns `errors` (owned buffer)."""
+        s = self._state
+        tracking_errors(
+            s.ref.pos_w, s.ref.quat_w, s.ref_rel_pos_w, s.ref_rel_quat_w,
+            s.robot.pos_w, s.robot.quat_w, s.anchor, s.root,
+            s.ref.joint_pos, s.ref.joint_vel, s.robot.joint_pos, s.robot.joint_vel, self.errors,
+        )  # fmt: skip
+        self._error_sums += self.errors
+        return self.errors
+
+    # ------------------------------------------------------------------ episodes
+    def episode_log(self, length: np.ndarray) -> dict[str, np.ndarray]:
+        """Episode means of the tracking errors, ``{"error/<name>": (N,) float32}``, for
+        episodes of `length` (N,) steps so far (rows with length 0 divide by 1)."""
+        length = np.maximum(length, 1)
+        return {
+            f"error/{name}": (self._error_sums[:, e] / length).astype(np.float32)
+            for e, name in enumerate(TRACKING_ERRORS)
+        }
+
+    def reset(self, env_ids: np.ndarray) -> None:
+        """Start new episodes on rows `env_ids`: clear their error sums."""
+        self._error_sums[env_ids] = 0.0

@@ -1,86 +1,176 @@
-"""Domain randomisation events (TASK_SPEC section 11): pushes, torso CoM, foot friction,
-joint encoder bias. Each is switchable in `EventCfg`; all draw from the env's seeded RNG."""
+"""Event terms: domain randomisation and pushes (docs/task.md section 11), and their manager.
+
+An event term is ``EventTermCfg(func, mode, params)`` with ``func(ctx, env_ids, rng, **params)``
+acting on rows `env_ids` (M,) int64 through the `EventContext` (the shared MDP state and the
+physics backend). The mode says when it runs:
+
+- ``"startup"``: once for every env, at each full `reset` (per-env model fields);
+- ``"reset"``: on the rows of every new episode;
+- ``"interval"``: on each env every ``U(interval_s)`` seconds of its episode (a new interval is
+  drawn when the term fires and at each episode start).
+
+Terms draw from the env's seeded generator in configuration order, so a seed repeats them.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
 
 import numpy as np
 
 from gym_motion.managers.state import MDPState
 
 
+class EventMode(StrEnum):
+    """When an event term runs."""
+
+    STARTUP = "startup"
+    RESET = "reset"
+    INTERVAL = "interval"
+
+
 @dataclass(frozen=True)
-class EventCfg:
-    """Domain randomisation settings; a range of None switches that event off.
+class EventTermCfg:
+    """One event term: ``func(ctx, env_ids, rng, **params)`` run in `mode`.
 
     Attributes:
-        push_interval_s: (low, high) s between pushes of each env.
-        push_velocity: (6, 2) (low, high) root velocity kick, x y z m/s, roll pitch yaw rad/s,
-            world frame.
-        torso_com_offset: (3, 2) (low, high) torso centre-of-mass offset, m, body frame; at start.
-        foot_friction: (low, high) sliding friction of the foot geoms; at start.
-        encoder_bias: (low, high) rad, per env and joint, drawn at each episode reset; added to
-            observed joint positions and subtracted from position targets.
+        func: the term function. mode: `EventMode` or its value.
+        params: keyword arguments of `func`.
+        interval_s: (low, high) s between firings; required for (and only for) interval mode.
     """
 
-    push_interval_s: tuple[float, float] | None = (1.0, 3.0)
-    push_velocity: tuple[tuple[float, float], ...] = (
-        (-0.5, 0.5), (-0.5, 0.5), (-0.2, 0.2), (-0.52, 0.52), (-0.52, 0.52), (-0.78, 0.78),
-    )  # fmt: skip
-    torso_com_offset: tuple[tuple[float, float], ...] | None = (
-        (-0.025, 0.025), (-0.05, 0.05), (-0.05, 0.05),
-    )  # fmt: skip
-    torso_body: str = "torso_link"
-    foot_friction: tuple[float, float] | None = (0.3, 1.2)
-    encoder_bias: tuple[float, float] | None = (-0.01, 0.01)
+    func: Callable[..., None]
+    mode: EventMode | str
+    params: dict[str, Any] = field(default_factory=dict)
+    interval_s: tuple[float, float] | None = None
 
 
-NO_EVENTS = EventCfg(None, torso_com_offset=None, foot_friction=None, encoder_bias=None)
+@dataclass(frozen=True)
+class EventContext:
+    """What event terms act on.
+
+    Attributes:
+        state: the shared MDP state (e.g. `MDPState.encoder_bias`).
+        backend: the physics backend (`set_model_field`, `model_field`, `add_root_velocity`).
+        body_ids: robot body name -> model body id.
+        foot_geom_ids: (G,) int64 model ids of the feet's collision geoms.
+    """
+
+    state: MDPState
+    backend: Any
+    body_ids: dict[str, int]
+    foot_geom_ids: np.ndarray
 
 
+# ------------------------------------------------------------------ terms
+def body_com_offset(
+    ctx: EventContext, env_ids: np.ndarray, rng: np.random.Generator, body: str, offset_range
+) -> None:
+    """Move `body`'s centre of mass to nominal + U(offset_range) (3, 2) m, body frame."""
+    r = np.array(offset_range)
+    offset = rng.uniform(r[:, 0], r[:, 1], size=(env_ids.size, 3))
+    bid = [ctx.body_ids[body]]
+    nominal = ctx.backend.model_field("body_ipos", bid)  # (1, 3)
+    ctx.backend.set_model_field("body_ipos", env_ids, bid, (nominal + offset)[:, None, :])
+
+
+def foot_friction(
+    ctx: EventContext, env_ids: np.ndarray, rng: np.random.Generator, friction_range
+) -> None:
+    """Sliding friction of every foot geom := U(friction_range), one draw per env."""
+    lo, hi = friction_range
+    mu = rng.uniform(lo, hi, size=env_ids.size)
+    geoms = ctx.foot_geom_ids
+    nominal = ctx.backend.model_field("geom_friction", geoms)  # (G, 3)
+    values = np.repeat(nominal[None], env_ids.size, axis=0)
+    values[:, :, 0] = mu[:, None]
+    ctx.backend.set_model_field("geom_friction", env_ids, geoms, values)
+
+
+def encoder_bias(
+    ctx: EventContext, env_ids: np.ndarray, rng: np.random.Generator, bias_range
+) -> None:
+    """Joint encoder bias := U(bias_range) rad per env and joint (added to observed joint
+    positions, subtracted from position targets)."""
+    lo, hi = bias_range
+    nj = ctx.state.encoder_bias.shape[1]
+    ctx.state.encoder_bias[env_ids] = rng.uniform(lo, hi, size=(env_ids.size, nj))
+
+
+def push_root(
+    ctx: EventContext, env_ids: np.ndarray, rng: np.random.Generator, velocity_range
+) -> None:
+    """Add a root velocity kick U(velocity_range) (6, 2): x y z m/s, roll pitch yaw rad/s,
+    world frame; the pose is kept."""
+    r = np.array(velocity_range)
+    kick = rng.uniform(r[:, 0], r[:, 1], size=(env_ids.size, 6))
+    ctx.backend.add_root_velocity(env_ids, kick[:, :3], kick[:, 3:])
+
+
+# ------------------------------------------------------------------ manager
 class EventManager:
-    """Draws and schedules the randomisation events of `cfg` for N envs at control step dt."""
+    """Runs the configured event terms for N envs at control step dt.
 
-    def __init__(self, cfg: EventCfg, state: MDPState, backend, dt: float):
-        self.cfg = cfg
-        self._state = state
-        self._backend = backend
+    Args:
+        terms: name -> `EventTermCfg`, in the order they run.
+        ctx: what the terms act on.
+        dt: control step, s.
+
+    Raises:
+        ValueError: an unknown mode, or interval_s missing for an interval term.
+    """
+
+    def __init__(self, terms: dict[str, EventTermCfg], ctx: EventContext, dt: float):
+        self.ctx = ctx
         self._dt = dt
-        n = state.num_envs
-        self._push_timer = np.full(n, np.inf)
-        self._push_low = np.array([r[0] for r in cfg.push_velocity])
-        self._push_high = np.array([r[1] for r in cfg.push_velocity])
-        self.pushed = np.zeros(n, bool)
+        n = ctx.state.num_envs
+        self._terms: list[tuple[str, EventTermCfg, EventMode]] = []
+        for name, term in terms.items():
+            mode = EventMode(term.mode)
+            if (mode is EventMode.INTERVAL) != (term.interval_s is not None):
+                raise ValueError(f"event {name!r}: interval_s is required for interval mode only")
+            self._terms.append((name, term, mode))
+        self.names = tuple(terms)
+        self._timers = {
+            name: np.full(n, np.inf) for name, _, m in self._terms if m is EventMode.INTERVAL
+        }
+        self.fired = np.zeros(n, bool)
 
     def startup(self, rng: np.random.Generator) -> None:
-        """Per-env model randomisation (torso CoM, foot friction) of every env."""
-        ids = np.arange(self._state.num_envs)
-        if self.cfg.torso_com_offset is not None:
-            r = np.array(self.cfg.torso_com_offset)
-            off = rng.uniform(r[:, 0], r[:, 1], size=(ids.size, 3))
-            self._backend.set_body_com_offset(ids, self.cfg.torso_body, off)
-        if self.cfg.foot_friction is not None:
-            lo, hi = self.cfg.foot_friction
-            self._backend.set_foot_friction(ids, rng.uniform(lo, hi, size=ids.size))
+        """Run the startup terms on every env."""
+        ids = np.arange(self.ctx.state.num_envs)
+        for _, term, mode in self._terms:
+            if mode is EventMode.STARTUP:
+                term.func(self.ctx, ids, rng, **term.params)
 
     def reset(self, env_ids: np.ndarray, rng: np.random.Generator) -> None:
-        """Episode-start events of rows `env_ids`: encoder bias and the next push time."""
-        if self.cfg.encoder_bias is not None:
-            lo, hi = self.cfg.encoder_bias
-            nj = self._state.encoder_bias.shape[1]
-            self._state.encoder_bias[env_ids] = rng.uniform(lo, hi, size=(env_ids.size, nj))
-        if self.cfg.push_interval_s is not None:
-            lo, hi = self.cfg.push_interval_s
-            self._push_timer[env_ids] = rng.uniform(lo, hi, size=env_ids.size)
+        """Episode start of rows `env_ids`: run the reset terms, draw the interval timers."""
+        for name, term, mode in self._terms:
+            if mode is EventMode.RESET:
+                term.func(self.ctx, env_ids, rng, **term.params)
+            elif mode is EventMode.INTERVAL:
+                lo, hi = term.interval_s
+                self._timers[name][env_ids] = rng.uniform(lo, hi, size=env_ids.size)
 
-    def push_velocities(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-        """Advance push timers one step; returns (env_ids (M,), root velocity kicks (M, 6))."""
-        self._push_timer -= self._dt
-        np.less_equal(self._push_timer, 0.0, out=self.pushed)
-        ids = np.flatnonzero(self.pushed)
-        if ids.size == 0:
-            return ids, np.zeros((0, 6))
-        lo, hi = self.cfg.push_interval_s
-        self._push_timer[ids] = rng.uniform(lo, hi, size=ids.size)
-        return ids, rng.uniform(self._push_low, self._push_high, size=(ids.size, 6))
+    def step(self, rng: np.random.Generator) -> np.ndarray:
+        """Advance the interval timers one control step and run the terms that are due.
+
+        Returns the rows (M,) int64 on which any interval term fired (their physics state may
+        have been written: read it again before use). `fired` (N,) bool marks them.
+        """
+        self.fired[:] = False
+        for name, term, mode in self._terms:
+            if mode is not EventMode.INTERVAL:
+                continue
+            timer = self._timers[name]
+            timer -= self._dt
+            ids = np.flatnonzero(timer <= 0.0)
+            if ids.size:
+                lo, hi = term.interval_s
+                timer[ids] = rng.uniform(lo, hi, size=ids.size)
+                term.func(self.ctx, ids, rng, **term.params)
+                self.fired[ids] = True
+        return np.flatnonzero(self.fired)

@@ -2,7 +2,7 @@
 
 A term is ``ObsTermCfg(func, dim, noise)``; ``func(state, out)`` writes an (N, dim) float32 view
 of the group buffer. Frames: "anchor frame" is the robot's anchor body frame, "base frame" the
-robot's root (pelvis) frame.
+robot's root body frame.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Reward terms (TASK_SPEC section 7) and the manager that sums them.
+"""Reward terms (docs/task.md section 7) and the manager that sums them.
 
 A term is a function ``term(state, out, **params)`` writing one value per env into ``out``
 (N,) float32. The manager scales each term by its weight and the control step dt.
@@ -79,6 +79,9 @@ class RewardTermCfg:
 class RewardManager:
     """Evaluates the configured reward terms into owned buffers.
 
+    Per-episode sums (the return and each term's dt-scaled sum) are kept here too:
+    `accumulate` adds a step, `episode_log` reads them, `reset` clears rows.
+
     Attributes:
         names: term names in configuration order.
         weighted: (N, K) float32, weight * term of the last step (before dt), per term.
@@ -97,6 +100,9 @@ class RewardManager:
         self._raw = np.zeros((len(self._terms), n), np.float32)
         self.weighted = np.zeros((n, len(self._terms)), np.float32)
         self.reward = np.zeros(n, np.float32)
+        self._dt_s = float(dt)
+        self._term_sums = np.zeros((n, len(self._terms)), np.float64)
+        self._return = np.zeros(n, np.float64)
 
     def compute(self) -> np.ndarray:
         """Evaluate every term; returns `reward` (N,) float32 (owned buffer)."""
@@ -106,3 +112,21 @@ class RewardManager:
         np.sum(self.weighted, axis=1, out=self.reward)
         self.reward *= self._dt
         return self.reward
+
+    def accumulate(self, reward: np.ndarray) -> None:
+        """Add the last step to the episode sums: each term's ``weighted * dt``, and `reward`
+        (N,) float32 (the env's reward after masking) to the return."""
+        self._term_sums += self.weighted * self._dt_s
+        self._return += reward
+
+    def episode_log(self) -> dict[str, np.ndarray]:
+        """Episode sums so far: ``{"return": (N,), "reward/<term>": (N,)}``, float32."""
+        log = {"return": self._return.astype(np.float32)}
+        for t, name in enumerate(self.names):
+            log[f"reward/{name}"] = self._term_sums[:, t].astype(np.float32)
+        return log
+
+    def reset(self, env_ids: np.ndarray) -> None:
+        """Start new episodes on rows `env_ids`: clear their sums."""
+        self._term_sums[env_ids] = 0.0
+        self._return[env_ids] = 0.0

@@ -1,4 +1,4 @@
-"""Termination terms (TASK_SPEC section 8) and the manager that combines them.
+"""Termination terms (docs/task.md section 8) and the manager that combines them.
 
 A term is a function ``term(state, out, **params)`` writing ``out`` (N,) bool. The time limit is
 not a term: the env reports it as truncation.
@@ -49,6 +49,9 @@ class TerminationManager:
         terminated: (N,) bool, any term fired.
     """
 
+    NONFINITE = "nonfinite"  # cause: the physics state blew up (not a term)
+    TIME_OUT = "time_out"  # cause: the time limit (a truncation, not a term)
+
     def __init__(self, terms: dict[str, TerminationTermCfg], state: MDPState):
         self._state = state
         self.names = tuple(terms)
@@ -64,3 +67,20 @@ class TerminationManager:
             func(self._state, self.fired[t], **params)
         np.any(self.fired, axis=0, out=self.terminated)
         return self.terminated
+
+    def episode_log(
+        self, done: np.ndarray, truncated: np.ndarray, nonfinite: np.ndarray
+    ) -> dict[str, np.ndarray]:
+        """Why each episode ended on the last step: ``{"termination/<cause>": (N,) bool}`` for
+        every term (fired, and the state was finite), `NONFINITE` and `TIME_OUT`.
+
+        Args:
+            done, truncated, nonfinite: (N,) bool of the step.
+        """
+        log = {
+            f"termination/{name}": self.fired[t] & done & ~nonfinite
+            for t, name in enumerate(self.names)
+        }
+        log[f"termination/{self.NONFINITE}"] = nonfinite & done
+        log[f"termination/{self.TIME_OUT}"] = truncated.copy()
+        return log

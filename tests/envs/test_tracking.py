@@ -12,6 +12,7 @@ from gymnasium.vector import AutoresetMode
 import gym_motion  # noqa: F401  (registers the ids)
 from gym_motion.envs import TrackingEnvCfg, TrackingVecEnv, eval_cfg
 from gym_motion.kernels.metrics import TRACKING_ERRORS
+from gym_motion.managers import events
 from gym_motion.robots import g1
 
 # Backend-agnostic tests run on both backends (MuJoCo Warp on its CPU device without a GPU:
@@ -118,7 +119,7 @@ def test_replaying_the_reference_gives_full_tracking_reward(backend):
         for t in TRACKING_TERMS:
             w = env.cfg.rewards[t].weight
             np.testing.assert_allclose(info[f"reward/{t}"] / w, 1.0, atol=1e-5, err_msg=t)
-        np.testing.assert_allclose(env._errors, 0.0, atol=1e-5)
+        np.testing.assert_allclose(env.command.errors, 0.0, atol=1e-5)
     assert set(TRACKING_TERMS) <= set(names)
     env.close()
 
@@ -301,7 +302,7 @@ def test_gymnasium_wrappers_work_on_top():
     env.close()
 
 
-def test_a_push_adds_world_frame_root_velocity_and_keeps_the_pose():
+def test_the_push_event_adds_world_frame_root_velocity_and_keeps_the_pose():
     env = make(3, cfg=eval_cfg())
     env.reset()
     env.step(zeros(env))
@@ -320,7 +321,8 @@ def test_a_push_adds_world_frame_root_velocity_and_keeps_the_pose():
         k: getattr(r, k)[:, root].copy() for k in ("pos_w", "quat_w", "lin_vel_w", "ang_vel_w")
     }
     kick = np.array([[0.3, -0.2, 0.1, 0.4, -0.5, 0.6]])
-    env._push(np.array([1]), kick)
+    point = tuple((k, k) for k in kick[0])  # a range of one value: the kick itself
+    events.push_root(env.events.ctx, np.array([1]), np.random.default_rng(0), point)
     env.backend.copy_body_state_w(r)
     np.testing.assert_allclose(r.pos_w[1, root], before["pos_w"][1], atol=1e-6)
     np.testing.assert_allclose(r.quat_w[1, root], before["quat_w"][1], atol=1e-6)

@@ -1,0 +1,97 @@
+"""JSON form of the task config (`TrackingEnvCfg.to_json` / `from_json`), so that a run's
+``config.json`` rebuilds the same env.
+
+Frozen dataclasses are written as objects tagged with ``"__type__": "module:Class"``, term
+functions as ``{"__func__": "module:name"}``, the robot as ``{"__robot__": name, "mjcf_path":
+path}`` (a robot of `gym_motion.robots.ROBOTS`; the path is null for the robot's own MJCF),
+tuples as lists (read back as tuples: configs hold no lists). Reading imports nothing new:
+classes and functions must come from ``gym_motion`` or from a module that is already imported
+(import your own term module before `from_json`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from gym_motion.robots import ROBOTS, RobotSpec
+
+
+def dumps(cfg: Any) -> str:
+    """`cfg` (a config dataclass) as indented JSON text."""
+    return json.dumps(_encode(cfg), indent=2)
+
+
+def loads(text: str) -> Any:
+    """The object `dumps` wrote.
+
+    Raises:
+        ValueError: an unknown robot, or a class or function that is neither in ``gym_motion``
+            nor in an imported module (the message names it).
+    """
+    return _decode(json.loads(text))
+
+
+def _path_of(obj: Any) -> str:
+    return f"{obj.__module__}:{obj.__qualname__}"
+
+
+def _encode(obj: Any) -> Any:
+    if isinstance(obj, RobotSpec):
+        shipped = ROBOTS.get(obj.name)
+        own_mjcf = shipped is not None and obj.mjcf_path == shipped.mjcf_path
+        return {"__robot__": obj.name, "mjcf_path": None if own_mjcf else str(obj.mjcf_path)}
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        out = {"__type__": _path_of(type(obj))}
+        out.update({f.name: _encode(getattr(obj, f.name)) for f in dataclasses.fields(obj)})
+        return out
+    if callable(obj) and hasattr(obj, "__qualname__"):
+        return {"__func__": _path_of(obj)}
+    if isinstance(obj, dict):
+        return {str(k): _encode(v) for k, v in obj.items()}
+    if isinstance(obj, (tuple, list)):
+        return [_encode(v) for v in obj]
+    if isinstance(obj, Path):
+        return str(obj)
+    if hasattr(obj, "item"):  # numpy scalar
+        return obj.item()
+    return obj
+
+
+def _resolve(path: str) -> Any:
+    module, _, name = path.partition(":")
+    ours = module == "gym_motion" or module.startswith("gym_motion.")
+    if not ours and module not in sys.modules:
+        raise ValueError(
+            f"config names {path!r} from module {module!r}, which is not imported: import it "
+            "before loading the config (configs do not import code by themselves)"
+        )
+    obj: Any = importlib.import_module(module)
+    for part in name.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            raise ValueError(f"config names {path!r}, which does not exist")
+    return obj
+
+
+def _decode(obj: Any) -> Any:
+    if isinstance(obj, list):
+        return tuple(_decode(v) for v in obj)
+    if not isinstance(obj, dict):
+        return obj
+    if "__robot__" in obj:
+        name = obj["__robot__"]
+        if name not in ROBOTS:
+            raise ValueError(f"config names robot {name!r}; known robots: {sorted(ROBOTS)}")
+        robot = ROBOTS[name]
+        return robot if obj["mjcf_path"] is None else robot.with_mjcf(obj["mjcf_path"])
+    if "__func__" in obj:
+        return _resolve(obj["__func__"])
+    if "__type__" in obj:
+        cls = _resolve(obj["__type__"])
+        return cls(**{k: _decode(v) for k, v in obj.items() if k != "__type__"})
+    return {k: _decode(v) for k, v in obj.items()}

@@ -1,0 +1,69 @@
+"""The info dict of `TrackingVecEnv.step`: the one place its schema is built and documented.
+
+Every value is a per-env array of length N with a ``_<key>`` bool mask (gymnasium's vector
+convention: the value is meaningful where the mask is True). Keys are namespaced; ``episode``
+is left to gymnasium's `RecordEpisodeStatistics`.
+
+=============================== ======= ===========================================================
+key                             dtype   meaning (mask)
+=============================== ======= ===========================================================
+``reward/<term>``               float32 this step's weighted reward term, before dt (every env that
+                                        stepped; rows being autoreset in NEXT_STEP mode are masked)
+``clip_end``                    bool    the env passed its clip's end and was re-initialised on a
+                                        new frame; the episode goes on (mask: all True)
+``final/return``                float32 episode return (envs whose episode ended on this step)
+``final/length``                int32   episode length, control steps
+``final/reward/<term>``         float32 episode sum of the term, dt-scaled
+``final/termination/<cause>``   bool    why it ended: each termination term, ``nonfinite`` (the
+                                        physics state blew up) and ``time_out`` (truncation)
+``final/error/<name>``          float32 episode mean of each tracking error of
+                                        `gym_motion.kernels.metrics.TRACKING_ERRORS` (m, rad)
+``final_obs``, ``final_info``   -       SAME_STEP mode only: the last observation of the ended
+                                        episodes and the ``final/*`` keys (gymnasium's names)
+=============================== ======= ===========================================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+REWARD = "reward/"
+FINAL = "final/"
+CLIP_END = "clip_end"
+
+
+def step_info(
+    term_names: Sequence[str], weighted: np.ndarray, stepped: np.ndarray
+) -> dict[str, Any]:
+    """Per-step keys: ``reward/<term>`` from `weighted` (N, K) float32 (copied), masked by
+    `stepped` (N,) bool."""
+    info: dict[str, Any] = {}
+    for t, name in enumerate(term_names):
+        info[REWARD + name] = weighted[:, t].copy()
+        info["_" + REWARD + name] = stepped
+    return info
+
+
+def add_episode_results(
+    info: dict[str, Any], done: np.ndarray, episode: dict[str, np.ndarray]
+) -> None:
+    """Add ``final/<key>`` for each (N,) array of `episode`, masked by `done` (N,) bool."""
+    for key, value in episode.items():
+        info[FINAL + key] = value
+        info["_" + FINAL + key] = done
+
+
+def add_clip_end(info: dict[str, Any], clip_end: np.ndarray) -> None:
+    """Add ``clip_end`` (N,) bool, valid for every env."""
+    info[CLIP_END], info["_" + CLIP_END] = clip_end, np.ones(clip_end.shape, bool)
+
+
+def add_same_step_final(info: dict[str, Any], final_obs: Any, done: np.ndarray) -> None:
+    """SAME_STEP mode: ``final_obs`` and ``final_info`` (the ``final/*`` keys and masks) of the
+    envs whose episode ended, masked by `done` (N,) bool."""
+    info["final_obs"], info["_final_obs"] = final_obs, done.copy()
+    final = {k: v for k, v in info.items() if k.startswith((FINAL, "_" + FINAL))}
+    info["final_info"], info["_final_info"] = final, done.copy()
