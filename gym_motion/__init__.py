@@ -1,7 +1,12 @@
 """gym_motion: Gymnasium-native vectorized humanoid motion-tracking environments.
 
-Importing the package registers ``GymMotion/G1-Tracking-v0`` (policy observation 160) and
-``GymMotion/G1-Tracking-NoStateEst-v0`` (154) for `gymnasium.make` and `gymnasium.make_vec`.
+Importing the package registers, for `gymnasium.make` and `gymnasium.make_vec`:
+
+- ``GymMotion/G1-Tracking-v0``: the training task (policy observation 160);
+- ``GymMotion/G1-Tracking-NoStateEst-v0``: the same without anchor position and base linear
+  velocity (154);
+- ``GymMotion/G1-Tracking-Eval-v0``: evaluation (clips from their start, no noise, no
+  randomisation).
 """
 
 import os
@@ -17,19 +22,23 @@ os.environ.setdefault("GOMP_SPINCOUNT", "10000")
 
 __version__ = "0.1.0"
 
-_ENV_IDS = {
-    "GymMotion/G1-Tracking-v0": {},
-    "GymMotion/G1-Tracking-NoStateEst-v0": {"state_estimation": False},
+_TRAIN = ("gym_motion.envs.single:TrackingEnv", "gym_motion.envs.tracking:TrackingVecEnv")
+_EVAL = ("gym_motion.envs.registration:eval_env", "gym_motion.envs.registration:eval_vec_env")
+# id -> (entry point, vector entry point, kwargs)
+ENV_IDS = {
+    "GymMotion/G1-Tracking-v0": (*_TRAIN, {}),
+    "GymMotion/G1-Tracking-NoStateEst-v0": (*_TRAIN, {"state_estimation": False}),
+    "GymMotion/G1-Tracking-Eval-v0": (*_EVAL, {}),
 }
 
-for _id, _kwargs in _ENV_IDS.items():
+for _id, (_entry, _vector_entry, _kwargs) in ENV_IDS.items():
     if _id not in gym.registry:
         gym.register(
             id=_id,
-            entry_point="gym_motion.envs.single:TrackingEnv",
-            vector_entry_point="gym_motion.envs.tracking:TrackingVecEnv",
+            entry_point=_entry,
+            vector_entry_point=_vector_entry,
             max_episode_steps=500,
             kwargs=_kwargs,
         )
 
-__all__ = ["__version__"]
+__all__ = ["ENV_IDS", "__version__"]

@@ -1,0 +1,112 @@
+"""The config is one value that rebuilds the env: robot, task terms, backend settings."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gym_motion.envs import TrackingEnvCfg, TrackingVecEnv, eval_cfg
+from gym_motion.envs.config import BackendCfg
+from gym_motion.managers.reward import RewardTermCfg
+from gym_motion.motion import MotionFormatError
+from gym_motion.robots import G1, RobotSpec
+
+PACKAGE = Path(__file__).resolve().parents[2] / "gym_motion"
+
+
+def rollout(env: TrackingVecEnv, steps: int = 20) -> np.ndarray:
+    rng = np.random.default_rng(7)
+    out = [env.reset(seed=0)[0]]
+    for _ in range(steps):
+        a = rng.normal(0.0, 0.5, (env.num_envs, 29)).astype(np.float32)
+        obs, reward, *_ = env.step(a)
+        out += [obs, reward[:, None]]
+    return np.concatenate(out, axis=1)
+
+
+def test_json_round_trip_gives_an_equal_config():
+    rewards = dict(TrackingEnvCfg().rewards)
+    rewards["action_rate"] = RewardTermCfg(rewards["action_rate"].func, -0.2)
+    cfg = dataclasses.replace(
+        TrackingEnvCfg(),
+        rewards=rewards,
+        backend=BackendCfg(num_threads=1, cpu_ids=(0,)),
+        episode_length_s=7.0,
+    )
+    back = TrackingEnvCfg.from_json(cfg.to_json())
+    assert back.robot is G1
+    for f in dataclasses.fields(cfg):
+        assert getattr(back, f.name) == getattr(cfg, f.name), f.name
+    assert TrackingEnvCfg.from_json(eval_cfg().to_json()).events == {}
+
+
+def test_env_rebuilt_from_its_config_json_steps_identically():
+    env = TrackingVecEnv(4, backend_kwargs={"num_threads": 1})
+    text = env.cfg.to_json()
+    assert '"num_threads": 1' in text
+    first = rollout(env)
+    env.close()
+    again = TrackingVecEnv(4, cfg=TrackingEnvCfg.from_json(text))
+    assert again.cfg.backend.num_threads == 1
+    np.testing.assert_array_equal(rollout(again), first)
+    again.close()
+
+
+def test_config_json_refuses_unknown_robots_and_unimported_functions():
+    text = TrackingEnvCfg().to_json()
+    with pytest.raises(ValueError, match="robot 'h1'"):
+        TrackingEnvCfg.from_json(text.replace('"__robot__": "g1"', '"__robot__": "h1"'))
+    evil = text.replace("gym_motion.managers.reward:anchor_pos", "shutil_nope:rmtree")
+    with pytest.raises(ValueError, match="not imported"):
+        TrackingEnvCfg.from_json(evil)
+
+
+def test_backend_settings_are_checked_against_the_backend():
+    assert BackendCfg().kwargs() == {"num_threads": None, "cpu_ids": None}
+    with pytest.raises(ValueError, match="'mjwarp' backend"):
+        BackendCfg(name="mujoco", nconmax=100).kwargs()
+    with pytest.raises(ValueError, match="'mujoco' backend"):
+        BackendCfg(name="mjwarp", num_threads=2).kwargs()
+    with pytest.raises(ValueError, match="unknown backend 'bullet'"):
+        BackendCfg(name="bullet").kwargs()
+    with pytest.raises(ValueError, match="unknown backend settings"):
+        TrackingVecEnv(1, backend_kwargs={"threads": 2})
+
+
+def test_user_mjcf_is_the_model_clips_are_validated_against(tmp_path):
+    xml = tmp_path / "g1_long_shins.xml"
+    shutil.copy(G1.mjcf_path, xml)
+    text = xml.read_text().replace(
+        '<body name="left_ankle_pitch_link" pos="0 -9.4445e-05 -0.30001">',
+        '<body name="left_ankle_pitch_link" pos="0 -9.4445e-05 -0.36001">',
+    )
+    assert text != xml.read_text()
+    xml.write_text(text)
+    with pytest.raises(MotionFormatError, match="forward kinematics"):
+        TrackingVecEnv(1, model_path=xml)  # the default clip was made for the project's G1
+    shutil.copy(G1.mjcf_path, xml)  # an identical model under another name is accepted
+    env = TrackingVecEnv(1, model_path=xml)
+    assert env.cfg.robot.mjcf_path == xml and env.model.nu == 29
+    env.close()
+
+
+def test_robot_spec_refuses_inconsistent_values():
+    with pytest.raises(ValueError, match=r"kp has shape \(3,\)"):
+        dataclasses.replace(G1, kp=np.ones(3))
+    with pytest.raises(ValueError, match="not tracked bodies"):
+        dataclasses.replace(G1, anchor_body="left_hip_pitch_link")
+    with pytest.raises(ValueError, match="not in body_names"):
+        dataclasses.replace(G1, foot_bodies=("left_foot",))
+    assert isinstance(G1, RobotSpec) and not G1.kp.flags.writeable
+
+
+def test_no_robot_names_in_backends_or_managers():
+    for folder in ("backends", "managers"):
+        for path in (PACKAGE / folder).glob("*.py"):
+            text = path.read_text()
+            for name in ("pelvis", "torso_link", "ankle_roll_link", "g1"):
+                assert name not in text, f"{path.name} names {name!r}"
