@@ -121,11 +121,10 @@ def evaluate_clip(
     from gym_motion.envs.config import TrackingEnvCfg, eval_cfg
     from gym_motion.envs.tracking import TrackingVecEnv
     from gym_motion.motion.library import MotionLibrary
-    from gym_motion.robots import g1
 
     cfg = eval_cfg(TrackingEnvCfg(state_estimation=state_estimation))
     dt = cfg.sim.control_dt
-    library = MotionLibrary.from_paths(clip, fps=1.0 / dt, robot=g1)
+    library = MotionLibrary.from_paths(clip, fps=1.0 / dt, robot=cfg.robot)
     horizon = int(library.lengths[0]) - 1
     if max_seconds is not None:
         horizon = min(horizon, max(1, round(max_seconds / dt)))

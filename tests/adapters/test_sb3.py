@@ -12,7 +12,6 @@ from stable_baselines3.common.vec_env import VecMonitor, VecNormalize
 
 from gym_motion.adapters.sb3 import SB3VecEnv, TrackingLogCallback, TrackingStats, tracking_terms
 from gym_motion.envs import TrackingEnv, TrackingEnvCfg, TrackingVecEnv
-from gym_motion.managers.events import NO_EVENTS
 from gym_motion.managers.termination import TerminationTermCfg
 from gym_motion.robots import g1
 
@@ -22,7 +21,7 @@ MOTION = None  # the embedded default motion
 def quiet_cfg(threshold: float = 0.02) -> TrackingEnvCfg:
     """No obs noise and no pushes (the random streams are then only used by resets), and a
     tight anchor-height termination so short runs see terminations as well as time-outs."""
-    cfg = TrackingEnvCfg(obs_noise=False, events=NO_EVENTS)
+    cfg = TrackingEnvCfg(obs_noise=False, events={})
     terms = dict(cfg.terminations)
     terms["anchor_height"] = replace(terms["anchor_height"], params={"threshold": threshold})
     assert isinstance(terms["anchor_height"], TerminationTermCfg)
