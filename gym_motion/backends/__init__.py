@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
 
 from gym_motion.backends.base import BodyState, SimBackend
 
@@ -20,18 +21,28 @@ def make_backend(
     name: str,
     model: Any,
     num_envs: int,
-    body_names: Sequence[str],
-    joint_names: Sequence[str],
+    body_ids: np.ndarray,
+    joint_ids: np.ndarray,
     **kwargs: Any,
 ) -> SimBackend:
     """Build the backend `name` for N = `num_envs` copies of `model` (a ``mujoco.MjModel``).
 
-    Keyword arguments go to the backend's constructor (for "mujoco": decimation, num_threads,
-    cpu_ids, self_contact_threshold; see `gym_motion.backends.mujoco.MujocoBackend` and
-    `gym_motion.backends.mjwarp.MjWarpBackend`).
+    Args:
+        name: a key of `BACKENDS`.
+        model: the compiled model (copied by the backend).
+        num_envs: N >= 1.
+        body_ids: (B,) int MuJoCo body ids whose state `SimBackend.copy_body_state_w` fills,
+            in that order (e.g. ``[model.body(n).id for n in names]``).
+        joint_ids: (J,) int MuJoCo hinge/slide joint ids of the joint state and the position
+            targets, in that order; each driven by exactly one actuator, J == model.nu.
+        **kwargs: the backend's constructor keywords: for both ``decimation`` (4) and
+            ``self_contact_threshold`` (10.0 N); "mujoco": ``num_threads``, ``cpu_ids``;
+            "mjwarp": ``device``, ``nconmax``, ``njmax``, ``on_overflow`` (see
+            `gym_motion.backends.mujoco.MujocoBackend`, `gym_motion.backends.mjwarp.MjWarpBackend`).
 
     Raises:
-        ValueError: unknown backend name (the message lists the valid ones).
+        ValueError: unknown backend name (the message lists the valid ones), or ids the model
+            does not have (see `SimBackend`).
     """
     if name not in BACKENDS:
         raise ValueError(
@@ -41,4 +52,4 @@ def make_backend(
 
     module, cls = BACKENDS[name].split(":")
     backend_cls = getattr(importlib.import_module(module), cls)
-    return backend_cls(model, num_envs, body_names, joint_names, **kwargs)
+    return backend_cls(model, num_envs, body_ids, joint_ids, **kwargs)

@@ -18,7 +18,7 @@ class BodyState:
     """Kinematic state of N envs, filled in place by `SimBackend.copy_body_state_w`.
 
     All arrays are float32, world frame, SI units, indexed by env then by bound body (the order
-    of `SimBackend.body_names`) or joint (robot joint order).
+    of `SimBackend.body_ids`) or joint (the order of `SimBackend.joint_ids`).
 
     Attributes:
         pos_w: (N, B, 3) body frame origins, m.
@@ -54,14 +54,25 @@ class BodyState:
 
 @runtime_checkable
 class SimBackend(Protocol):
-    """Batched physics for N copies of one robot model.
+    """Batched physics for N copies of one robot model, built from ids, never names.
 
-    Generalised coordinates follow MuJoCo: ``qpos = [root pos (3), root quat wxyz (4), joints]``
-    (nq = 7 + J), ``qvel = [root lin vel world (3), root ang vel local (3), joints]`` (nv = 6 + J).
+    A backend is constructed as ``Backend(model, num_envs, body_ids, joint_ids, decimation=4,
+    self_contact_threshold=10.0, **backend_specific)`` (see `gym_motion.backends.make_backend`):
+    ``model`` a compiled ``mujoco.MjModel`` (copied); ``body_ids`` (B,) int MuJoCo body ids whose
+    state `copy_body_state_w` fills, in that order; ``joint_ids`` (J,) int MuJoCo hinge/slide
+    joint ids of the joint state and of the position targets, in that order, each driven by
+    exactly one joint-transmission actuator (J == model.nu). Bad ids raise ValueError naming them.
+    Every env starts at the keyframe named ``"default"`` when the model has one, else at qpos0.
+
+    Generalised coordinates follow MuJoCo. For a floating-base robot:
+    ``qpos = [root pos (3), root quat wxyz (4), joints]`` (nq = 7 + J) and
+    ``qvel = [root lin vel world (3), root ang vel body frame (3), joints]`` (nv = 6 + J).
 
     Attributes:
         num_envs: N.
-        body_names: the B bound bodies, in the order of `BodyState` arrays.
+        body_ids: (B,) int64, the bound bodies, in the order of `BodyState` body arrays.
+        joint_ids: (J,) int64, the bound joints, in the order of `BodyState` joint arrays and of
+            `step`'s targets.
         physics_dt: substep, s. decimation: substeps per control step.
         self_contact_substeps: (N,) int32, after `step`: how many of the last step's substeps
             had a self-contact normal force above the threshold given at construction.
@@ -70,34 +81,77 @@ class SimBackend(Protocol):
     """
 
     num_envs: int
-    body_names: tuple[str, ...]
+    body_ids: np.ndarray
+    joint_ids: np.ndarray
     physics_dt: float
     decimation: int
     self_contact_substeps: np.ndarray
     nonfinite: np.ndarray
 
     def step(self, joint_pos_target: np.ndarray) -> None:
-        """Advance every env `decimation` substeps holding position targets (N, J) rad."""
+        """Advance every env `decimation` substeps holding position targets (N, J) rad (or m
+        for slide joints). Raises ValueError for another shape."""
         ...
 
     def copy_body_state_w(self, out: BodyState, env_ids: np.ndarray | None = None) -> None:
         """Fill `out` in place with the state after the last substep (or last write); only
-        rows `env_ids` (M,) int when given, other rows of `out` untouched."""
+        rows `env_ids` (M,) int (or a (N,) bool mask) when given, other rows of `out`
+        untouched."""
         ...
 
     def write_state(self, env_ids: np.ndarray, qpos: np.ndarray, qvel: np.ndarray) -> None:
         """Set qpos (M, nq) and qvel (M, nv) of rows `env_ids` (M,) int, clear their warm-start
-        and actuator history, and run forward kinematics on them so that a following
-        `copy_body_state_w` sees the written state. Other rows are untouched."""
+        and actuator history and their `nonfinite` flag, so that a following
+        `copy_body_state_w` sees the written state. Other rows are untouched.
+
+        Raises:
+            ValueError: ids outside [0, N) or arrays of another shape.
+        """
         ...
 
-    def set_foot_friction(self, env_ids: np.ndarray, friction: np.ndarray) -> None:
-        """Set the sliding friction coefficient (M,) of the foot collision geoms of rows."""
+    def add_root_velocity(
+        self, env_ids: np.ndarray, lin_vel_w: np.ndarray, ang_vel_w: np.ndarray
+    ) -> None:
+        """Add world-frame velocity to the floating base (the model's one free joint) of rows
+        `env_ids` (M,) (unique ids): linear (M, 3) m/s to the velocity of the root body's
+        frame origin, angular (M, 3) rad/s to its angular velocity.
+
+        qpos, the other velocities, the solver warm start and actuator state are kept. The free
+        joint's angular velocity (qvel[3:6]) is in the body frame, so the angular kick is
+        rotated by the inverse of the current root orientation (float64). A following
+        `copy_body_state_w` sees the new velocities. Other rows are untouched.
+
+        Raises:
+            ValueError: the model has no free joint or several; ids outside [0, N); kicks not
+                of shape (M, 3) or not finite.
+        """
         ...
 
-    def set_body_com_offset(self, env_ids: np.ndarray, body: str, offset: np.ndarray) -> None:
-        """Shift the centre of mass of `body` by offset (M, 3) m (body frame) from its nominal
-        position, for rows `env_ids`."""
+    def model_field(self, field: str, elem_ids: np.ndarray) -> np.ndarray:
+        """Nominal values (those of the model the backend was built with, whatever per-env
+        values were set since) of ``model.<field>[elem_ids]``: a float64 copy of shape
+        (K, *trailing), e.g. (K, 3) for ``"geom_friction"``, (K,) for ``"body_mass"``.
+
+        Raises:
+            ValueError: a field outside `gym_motion.backends.binding.MODEL_FIELDS` (the message
+                lists them) or element ids out of range.
+        """
+        ...
+
+    def set_model_field(
+        self, field: str, env_ids: np.ndarray, elem_ids: np.ndarray, values: np.ndarray
+    ) -> None:
+        """Give rows `env_ids` (M,) their own ``model.<field>[elem_ids]``: `values` of shape
+        (M, K, *trailing) (units of the field: friction coefficients, m, kg). Other rows and
+        other elements keep their values. Supported fields: ``"geom_friction"``,
+        ``"body_ipos"`` (centre of mass, body frame, m), ``"body_mass"`` (kg); constants MuJoCo
+        derives from them at compile time (subtree masses, invweight0) stay nominal.
+
+        Raises:
+            ValueError: an unsupported field (the message lists the supported ones), element or
+                env ids out of range, values of another shape (the message gives the expected
+                one) or not finite.
+        """
         ...
 
     def close(self) -> None:

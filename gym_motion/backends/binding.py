@@ -1,38 +1,51 @@
 """Engine-independent model binding shared by the backends (`MujocoBackend`, `MjWarpBackend`).
 
-Everything here reads a compiled ``mujoco.MjModel`` (or plain ids) and returns NumPy index
-arrays; nothing depends on how a backend steps its envs:
+Everything here reads a compiled ``mujoco.MjModel`` and plain ids and returns NumPy index arrays;
+nothing depends on how a backend steps its envs, and nothing knows a robot by name:
 
 * `resolve_env_ids`: env ids or a boolean env mask -> row indices (M,) int64.
-* `name_to_id`: one body/joint/... name -> its id, with the backends' error message.
-* `bind_names`: the bodies and joints a backend reports (and the actuators that drive the
-  joints) -> `BoundIds`.
-* `foot_geom_ids`: the foot collision geoms whose friction is randomised.
+* `bind_ids`: the bodies and joints a backend reports (their qpos/qvel columns, the actuators
+  that drive the joints, the floating base) -> `BoundIds`.
+* `check_model_field`, `check_field_values`: arguments of the per-env model-field API
+  (`SimBackend.model_field`, `SimBackend.set_model_field`) and its `MODEL_FIELDS`.
+* `root_velocity_kicks`: arguments of `SimBackend.add_root_velocity`.
 * `self_contact_columns`: sensordata columns of the ``"self_contact"`` contact sensor.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import mujoco
 import numpy as np
 
 __all__ = [
+    "MODEL_FIELDS",
     "SELF_CONTACT_SENSOR",
     "BoundIds",
-    "bind_names",
-    "foot_geom_ids",
-    "name_to_id",
+    "bind_ids",
+    "check_field_values",
+    "check_model_field",
     "resolve_env_ids",
+    "root_velocity_kicks",
     "self_contact_columns",
 ]
 
 SELF_CONTACT_SENSOR = "self_contact"
+
+# Model fields with per-env values (`SimBackend.set_model_field`) -> the MjModel size that
+# bounds their element ids. Each is read by the dynamics only: forward kinematics does not
+# depend on it, and no derived constant (body_subtreemass, invweight0, ...) is recomputed.
+MODEL_FIELDS: dict[str, str] = {
+    "geom_friction": "ngeom",  # (ngeom, 3) sliding, torsional, rolling friction
+    "body_ipos": "nbody",  # (nbody, 3) centre of mass in the body frame, m
+    "body_mass": "nbody",  # (nbody,) kg
+}
+
 # mjtConDataType bits of a contact sensor, in output order, with their sizes
 _CONDATA_SIZES = (1, 3, 3, 1, 3, 3, 3)  # found, force, torque, dist, pos, normal, tangent
 _REDUCE_NETFORCE = 3
+_FREE = int(mujoco.mjtJoint.mjJNT_FREE)
 _HINGE, _SLIDE = int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)
 
 
@@ -54,17 +67,16 @@ def resolve_env_ids(env_ids: np.ndarray, num_envs: int) -> np.ndarray:
     return ids
 
 
-def name_to_id(model: mujoco.MjModel, objtype: mujoco.mjtObj, name: str) -> int:
-    """The id (int >= 0) of the object `name` of type `objtype` in `model`.
-
-    Raises:
-        ValueError: ``no <kind> named '<name>' in the model`` (kind e.g. "body", "joint").
-    """
-    i = mujoco.mj_name2id(model, objtype, name)
-    if i < 0:
-        kind = objtype.name.removeprefix("mjOBJ_").lower()
-        raise ValueError(f"no {kind} named {name!r} in the model")
-    return i
+def _id_array(ids: np.ndarray, count: int, what: str) -> np.ndarray:
+    """(K,) int64 copy of integer ids in [0, count); ValueError naming `what` otherwise."""
+    arr = np.asarray(ids)
+    if arr.ndim != 1 or not (arr.size == 0 or np.issubdtype(arr.dtype, np.integer)):
+        raise ValueError(f"{what} must be a 1-D array of integer ids, got {arr.dtype} {arr.shape}")
+    arr = arr.astype(np.int64)
+    bad = arr[(arr < 0) | (arr >= count)]
+    if bad.size:
+        raise ValueError(f"{what} {bad.tolist()} out of range: the model has {count} (ids 0..)")
+    return arr
 
 
 @dataclass(frozen=True)
@@ -74,12 +86,14 @@ class BoundIds:
     Attributes:
         body_ids: (B,) int64 body ids.
         root_ids: (B,) int64 id of each body's tree root (``body_rootid``).
-        joint_ids: (J,) int64 joint ids (hinge or slide joints only).
+        joint_ids: (J,) int64 joint ids (hinge or slide joints only, no repeats).
         qpos_adr: (J,) int64 column of each joint in qpos (``jnt_qposadr``).
         dof_adr: (J,) int64 column of each joint in qvel (``jnt_dofadr``).
-        actuator_ids: (J,) int64 id of the one actuator driving each joint, or None when
-            `bind_names` was not asked to resolve actuators.
-        foot_geom_ids: (G,) int64 foot collision geoms, as `foot_geom_ids`.
+        actuator_ids: (J,) int64 id of the one joint-transmission actuator driving each joint.
+        free_qpos_adr, free_dof_adr: first qpos and qvel column of the model's single free joint
+            (the floating base), or -1 when the model has none or several (`free_joint_error`
+            says which).
+        free_joint_error: why the free joint columns are -1 ("" when they are not).
     """
 
     body_ids: np.ndarray
@@ -87,66 +101,139 @@ class BoundIds:
     joint_ids: np.ndarray
     qpos_adr: np.ndarray
     dof_adr: np.ndarray
-    actuator_ids: np.ndarray | None
-    foot_geom_ids: np.ndarray
+    actuator_ids: np.ndarray
+    free_qpos_adr: int
+    free_dof_adr: int
+    free_joint_error: str
+
+    def require_free_joint(self) -> tuple[int, int]:
+        """(`free_qpos_adr`, `free_dof_adr`) of the floating base.
+
+        Raises:
+            ValueError: the model has no free joint, or more than one.
+        """
+        if self.free_joint_error:
+            raise ValueError(self.free_joint_error)
+        return self.free_qpos_adr, self.free_dof_adr
 
 
-def bind_names(
-    model: mujoco.MjModel,
-    body_names: Sequence[str],
-    joint_names: Sequence[str],
-    *,
-    resolve_actuators: bool = False,
-) -> BoundIds:
-    """Resolve body and joint names of `model` to a `BoundIds`.
+def bind_ids(model: mujoco.MjModel, body_ids: np.ndarray, joint_ids: np.ndarray) -> BoundIds:
+    """Check body and joint ids of `model` and resolve their columns and actuators.
 
-    Bodies are resolved first, then joints; then, joint by joint, the joint must be a hinge or
-    slide joint and (with `resolve_actuators`) be the target of exactly one joint-transmission
-    actuator.
+    Args:
+        model: the compiled model.
+        body_ids: (B,) int body ids, each in [0, nbody).
+        joint_ids: (J,) int joint ids, each in [0, njnt), hinge or slide, no repeats, each the
+            target of exactly one joint-transmission actuator; J == nu.
 
     Raises:
-        ValueError: an unknown name (``no body named ...``), a joint that is neither hinge nor
-            slide, or (with `resolve_actuators`) a joint driven by zero or several actuators.
+        ValueError: ids that are not 1-D integers or out of range, a joint that is neither hinge
+            nor slide, a repeated joint, a joint driven by zero or several actuators, or
+            ``nu != J`` (every message names the offending ids).
     """
-    bodies = np.array(
-        [name_to_id(model, mujoco.mjtObj.mjOBJ_BODY, nm) for nm in body_names], np.int64
-    )
-    joints = np.array(
-        [name_to_id(model, mujoco.mjtObj.mjOBJ_JOINT, nm) for nm in joint_names], np.int64
-    )
-    act_ids = []
-    for jid, nm in zip(joints, joint_names, strict=True):
-        if int(model.jnt_type[jid]) not in (_HINGE, _SLIDE):
-            raise ValueError(f"joint {nm!r} is not a hinge or slide joint")
-        if resolve_actuators:
-            acts = np.flatnonzero(
-                (model.actuator_trntype == mujoco.mjtTrn.mjTRN_JOINT)
-                & (model.actuator_trnid[:, 0] == jid)
-            )
-            if acts.size != 1:
-                raise ValueError(f"joint {nm!r} has {acts.size} actuators, expected 1")
-            act_ids.append(int(acts[0]))
+    bodies = _id_array(body_ids, model.nbody, "body_ids")
+    joints = _id_array(joint_ids, model.njnt, "joint_ids")
+    kinds = model.jnt_type[joints]
+    wrong = joints[(kinds != _HINGE) & (kinds != _SLIDE)]
+    if wrong.size:
+        raise ValueError(f"joint_ids {wrong.tolist()} are not hinge or slide joints")
+    uniq, counts = np.unique(joints, return_counts=True)
+    if (counts > 1).any():
+        raise ValueError(f"joint_ids {uniq[counts > 1].tolist()} are repeated")
+    if model.nu != joints.size:
+        raise ValueError(
+            f"the model has {model.nu} actuators but {joints.size} joint ids were given; "
+            "expected one position actuator per joint"
+        )
+    by_joint = model.actuator_trntype == mujoco.mjtTrn.mjTRN_JOINT
+    act_ids = np.empty(joints.size, np.int64)
+    for k, jid in enumerate(joints):
+        acts = np.flatnonzero(by_joint & (model.actuator_trnid[:, 0] == jid))
+        if acts.size != 1:
+            raise ValueError(f"joint id {int(jid)} has {acts.size} actuators, expected 1")
+        act_ids[k] = acts[0]
+
+    free = np.flatnonzero(model.jnt_type == _FREE)
+    one = free.size == 1
     return BoundIds(
         body_ids=bodies,
         root_ids=model.body_rootid[bodies].astype(np.int64),
         joint_ids=joints,
         qpos_adr=model.jnt_qposadr[joints].astype(np.int64),
         dof_adr=model.jnt_dofadr[joints].astype(np.int64),
-        actuator_ids=np.array(act_ids, np.int64) if resolve_actuators else None,
-        foot_geom_ids=foot_geom_ids(model),
+        actuator_ids=act_ids,
+        free_qpos_adr=int(model.jnt_qposadr[free[0]]) if one else -1,
+        free_dof_adr=int(model.jnt_dofadr[free[0]]) if one else -1,
+        free_joint_error=""
+        if one
+        else (
+            f"the model has {free.size} free joints; add_root_velocity needs exactly one "
+            "(the floating base)"
+        ),
     )
 
 
-def foot_geom_ids(model: mujoco.MjModel) -> np.ndarray:
-    """Foot collision geoms (G,) int64: condim-3 geoms that collide (contype or conaffinity
-    nonzero) on bodies whose name ends in ``ankle_roll_link``; empty when there are none."""
-    names = ((i, model.body(i).name or "") for i in range(model.nbody))
-    ankle = [i for i, name in names if name.endswith("ankle_roll_link")]
-    return np.flatnonzero(
-        np.isin(model.geom_bodyid, ankle)
-        & (model.geom_condim == 3)
-        & ((model.geom_contype != 0) | (model.geom_conaffinity != 0))
-    )
+def check_model_field(
+    model: mujoco.MjModel, field: str, elem_ids: np.ndarray
+) -> tuple[np.ndarray, tuple[int, ...]]:
+    """Validate a per-env model field and its element ids.
+
+    Returns:
+        elem: (K,) int64 element ids.
+        trailing: the field's shape per element (``(3,)`` for geom_friction, ``()`` for
+            body_mass).
+
+    Raises:
+        ValueError: a field not in `MODEL_FIELDS` (the message lists them), or element ids
+            that are not 1-D integers in [0, model.<size>).
+    """
+    if field not in MODEL_FIELDS:
+        raise ValueError(
+            f"unsupported model field {field!r}; supported: {', '.join(map(repr, MODEL_FIELDS))}"
+        )
+    count = getattr(model, MODEL_FIELDS[field])
+    elem = _id_array(elem_ids, count, f"{field} element ids")
+    return elem, tuple(getattr(model, field).shape[1:])
+
+
+def check_field_values(
+    field: str, values: np.ndarray, num_rows: int, elem: np.ndarray, trailing: tuple[int, ...]
+) -> np.ndarray:
+    """`values` as float64 of shape (M, K, *trailing) (M = `num_rows`, K = elem.size).
+
+    Raises:
+        ValueError: another shape (the message gives the expected one) or a non-finite value.
+    """
+    vals = np.asarray(values, dtype=np.float64)
+    expected = (num_rows, elem.size, *trailing)
+    if vals.shape != expected:
+        raise ValueError(
+            f"values for {field!r} must have shape {expected} (env ids, element ids"
+            f"{', per-element' if trailing else ''}), got {vals.shape}"
+        )
+    if not np.isfinite(vals).all():
+        raise ValueError(f"values for {field!r} must be finite")
+    return vals
+
+
+def root_velocity_kicks(
+    lin_vel_w: np.ndarray, ang_vel_w: np.ndarray, num_rows: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The two (M, 3) float64 kicks of `SimBackend.add_root_velocity`, M = `num_rows`.
+
+    Raises:
+        ValueError: another shape or a non-finite value.
+    """
+    lin = np.asarray(lin_vel_w, dtype=np.float64)
+    ang = np.asarray(ang_vel_w, dtype=np.float64)
+    if lin.shape != (num_rows, 3) or ang.shape != (num_rows, 3):
+        raise ValueError(
+            f"add_root_velocity expects lin_vel_w and ang_vel_w of shape ({num_rows}, 3), "
+            f"got {lin.shape} and {ang.shape}"
+        )
+    if not (np.isfinite(lin).all() and np.isfinite(ang).all()):
+        raise ValueError("add_root_velocity expects finite velocities")
+    return lin, ang
 
 
 def self_contact_columns(model: mujoco.MjModel, missing_hint: str) -> tuple[np.ndarray, bool]:

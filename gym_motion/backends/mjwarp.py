@@ -30,6 +30,11 @@ an overflow raises `CapacityOverflowError` (``on_overflow="raise"``, the default
 the affected rows like a non-finite state (``on_overflow="terminate"``: their `nonfinite` flag is
 set, and `overflow_count` counts them). A contact pool overflow flags every world, since the pool
 is shared. Solver iteration limits (also reported in those bits) are not an overflow.
+
+Per-world model fields (`MjWarpBackend.set_model_field`: ``geom_friction``, ``body_ipos``,
+``body_mass``) are batched on the device from construction (``put_model(batch_sizes=...)``,
+float32); a host mirror of a field's (N, ...) table is kept from its first edit, and the whole
+table is uploaded after each edit.
 """
 
 from __future__ import annotations
@@ -44,10 +49,13 @@ import warp as wp
 
 from gym_motion.backends.base import BodyState
 from gym_motion.backends.binding import (
+    MODEL_FIELDS,
     SELF_CONTACT_SENSOR,  # noqa: F401 - re-exported: gym_motion.backends.mjwarp.SELF_CONTACT_SENSOR
-    bind_names,
-    name_to_id,
+    bind_ids,
+    check_field_values,
+    check_model_field,
     resolve_env_ids,
+    root_velocity_kicks,
     self_contact_columns,
 )
 
@@ -63,7 +71,8 @@ CAPACITY_OVERFLOW = int(
 )
 QVEL_BOUND = 1e4  # |qvel| beyond this (m/s or rad/s) counts as a blow-up, as in MujocoBackend
 _MISSING_SENSOR_HINT = (
-    " (g1.load_model adds it); pass self_contact_threshold=None to disable self-contact counting"
+    " (see gym_motion.backends.mujoco.add_self_contact_sensor); pass "
+    "self_contact_threshold=None to disable self-contact counting"
 )
 
 
@@ -180,6 +189,35 @@ def _scatter_state(
         act[w, k] = 0.0
 
 
+@wp.kernel
+def _add_root_velocity(
+    ids: wp.array(dtype=int),
+    kick: wp.array(dtype=wp.float64),
+    qpos_adr: int,
+    dof_adr: int,
+    qpos: wp.array2d(dtype=float),
+    qvel: wp.array2d(dtype=float),
+):
+    """World ids[i] += kick row i (flat (M, 6): linear m/s, angular rad/s, world frame) on the
+    free joint at qpos_adr/dof_adr; the angular part is rotated into the body frame of the
+    current root orientation. Float64 arithmetic, float32 result."""
+    i = wp.tid()
+    w = ids[i]
+    a = qpos_adr
+    # MuJoCo stores wxyz, Warp quaternions are xyzw
+    q = wp.quatd(
+        wp.float64(qpos[w, a + 4]),
+        wp.float64(qpos[w, a + 5]),
+        wp.float64(qpos[w, a + 6]),
+        wp.float64(qpos[w, a + 3]),
+    )
+    ang_w = wp.vec3d(kick[6 * i + 3], kick[6 * i + 4], kick[6 * i + 5])
+    ang_b = wp.quat_rotate_inv(wp.normalize(q), ang_w)
+    for k in range(3):
+        qvel[w, dof_adr + k] = wp.float32(wp.float64(qvel[w, dof_adr + k]) + kick[6 * i + k])
+        qvel[w, dof_adr + 3 + k] = wp.float32(wp.float64(qvel[w, dof_adr + 3 + k]) + ang_b[k])
+
+
 # ---------------------------------------------------------------------------------------- backend
 
 
@@ -187,13 +225,15 @@ class MjWarpBackend:
     """`SimBackend` on MuJoCo Warp: N worlds, one launch sequence per control step.
 
     Args:
-        model: the compiled MjModel (e.g. ``g1.load_model()``); its options (timestep,
-            integrator, solver, cone, iterations) are used as they are. Every world starts at
-            keyframe ``"default"`` when the model has it, else at ``qpos0``.
+        model: the compiled MjModel (a robot module's ``load_model()``), copied; its
+            options (timestep, integrator, solver, cone, iterations) are used as they are.
+            Every world starts at keyframe ``"default"`` when the model has it, else at
+            ``qpos0``.
         num_envs: N worlds.
-        body_names: the B bodies whose state `copy_body_state_w` returns, in that order.
-        joint_names: the J hinge/slide joints of the joint state and of the position targets,
-            in that order; J == model.nu and each joint is driven by exactly one actuator.
+        body_ids: (B,) int body ids whose state `copy_body_state_w` returns, in that order.
+        joint_ids: (J,) int hinge/slide joint ids of the joint state and of the position
+            targets, in that order; J == model.nu and each joint is driven by exactly one
+            joint-transmission actuator.
         decimation: substeps per control step.
         self_contact_threshold: N; a substep counts as self contact when the normal force of the
             contact sensor ``"self_contact"`` (computed by MuJoCo Warp in every substep) exceeds
@@ -205,8 +245,14 @@ class MjWarpBackend:
             after the step; ``"terminate"``: the affected rows are flagged in `nonfinite` (the
             env terminates and re-initialises them) and counted in `overflow_count`.
 
+    Raises:
+        ValueError: num_envs, decimation, nconmax or njmax < 1; an unknown on_overflow; bad ids
+            (see `gym_motion.backends.binding.bind_ids`); no ``"self_contact"`` contact sensor
+            while counting is on.
+
     Attributes:
-        num_envs, body_names, joint_names, physics_dt (s), decimation: as given / from the model.
+        num_envs, physics_dt (s), decimation: as given / from the model.
+        body_ids, joint_ids: (B,), (J,) int64, the bound ids.
         device: the Warp device name.
         self_contact_substeps: (N,) int32, substeps of the last step with self contact.
         nonfinite: (N,) bool, rows whose qpos became NaN/Inf or |qvel| exceeded 1e4 (or NaN)
@@ -221,8 +267,8 @@ class MjWarpBackend:
         self,
         model: mujoco.MjModel,
         num_envs: int,
-        body_names: tuple[str, ...] | list[str],
-        joint_names: tuple[str, ...] | list[str],
+        body_ids: np.ndarray,
+        joint_ids: np.ndarray,
         decimation: int = 4,
         self_contact_threshold: float | None = 10.0,
         device: str | None = None,
@@ -241,8 +287,6 @@ class MjWarpBackend:
         wp.init()
         self.device = device or default_device()
         self.num_envs = n = int(num_envs)
-        self.body_names = tuple(body_names)
-        self.joint_names = tuple(joint_names)
         self.decimation = int(decimation)
         self.physics_dt = float(model.opt.timestep)
         self.self_contact_threshold = self_contact_threshold
@@ -251,14 +295,11 @@ class MjWarpBackend:
         self.overflow_count = 0
         self.profile = False
         self.phase_times = {"upload": 0.0, "physics": 0.0, "gather_copy": 0.0}
-        self._mjm = model
+        self._mjm = model = model.__copy__()  # nominal values of `model_field`
 
-        if model.nu != len(self.joint_names):
-            raise ValueError(
-                f"model has {model.nu} actuators but {len(self.joint_names)} joint names were "
-                "given; expected one position actuator per joint"
-            )
-        bound = bind_names(model, self.body_names, self.joint_names, resolve_actuators=True)
+        self._bound = bound = bind_ids(model, body_ids, joint_ids)
+        self.body_ids = bound.body_ids
+        self.joint_ids = bound.joint_ids
         self._act_ids = bound.actuator_ids
         self._act_identity = np.array_equal(bound.actuator_ids, np.arange(model.nu))
         cols, self._contact_norm = np.zeros((0, 3), np.int32), False
@@ -272,12 +313,12 @@ class MjWarpBackend:
             mujoco.mj_resetDataKeyframe(model, data, key)
         mujoco.mj_forward(model, data)
 
-        b, j = len(self.body_names), len(self.joint_names)
+        b, j = bound.body_ids.size, bound.joint_ids.size
         self._nb, self._nj = b, j
         self._stride = 13 * b + 2 * j + 3
         pinned = wp.get_device(self.device).is_cuda
         with wp.ScopedDevice(self.device):
-            self._m = mjw.put_model(model, batch_sizes={"geom_friction": n, "body_ipos": n})
+            self._m = mjw.put_model(model, batch_sizes=dict.fromkeys(MODEL_FIELDS, n))
             self._m.opt.warn_overflow = 0  # reported by this class after every step instead
             self._d = mjw.put_data(model, data, nworld=n, nconmax=nconmax, njmax=njmax)
             self._body_ids = wp.array(bound.body_ids, dtype=int)
@@ -290,21 +331,20 @@ class MjWarpBackend:
             self._ids_dev = wp.zeros(n, dtype=int)
             self._qpos_dev = wp.zeros(n * model.nq, dtype=float)
             self._qvel_dev = wp.zeros(n * model.nv, dtype=float)
+            self._kick_dev = wp.zeros(n * 6, dtype=wp.float64)
         host = dict(device="cpu", pinned=pinned)
         self._state_host = wp.zeros((n, self._stride), dtype=float, **host)
         self._ctrl_host = wp.zeros((n, model.nu), dtype=float, **host)
         self._ids_host = wp.zeros(n, dtype=int, **host)
         self._qpos_host = wp.zeros(n * model.nq, dtype=float, **host)
         self._qvel_host = wp.zeros(n * model.nv, dtype=float, **host)
+        self._kick_host = wp.zeros(n * 6, dtype=wp.float64, **host)
         self._ctrl_np = self._ctrl_host.numpy()
         self._ctrl_np[:] = data.ctrl
         wp.copy(self._d.ctrl, self._ctrl_host)
 
-        # Per-world randomised model fields: host mirrors, uploaded whole after an edit.
-        self._foot_geoms = bound.foot_geom_ids
-        self._friction_np = self._m.geom_friction.numpy()
-        self._ipos_np = self._m.body_ipos.numpy()
-        self._ipos_nominal = model.body_ipos.astype(np.float32)
+        # Per-world model fields: host mirrors (N, ...) float32, made on a field's first edit.
+        self._fields: dict[str, np.ndarray] = {}
 
         # Host views of the state buffer (float32, updated in place by each device->host copy).
         s = self._state_host.numpy()
@@ -407,14 +447,9 @@ class MjWarpBackend:
             )
         if m == 0:
             return
-        if self._dirty:  # an earlier write's host->device copies may still read the staging
-            wp.synchronize_device(self.device)
-        self._ids_host.numpy()[:m] = ids
-        self._qpos_host.numpy()[: m * nq] = qpos.reshape(-1)
-        self._qvel_host.numpy()[: m * nv] = qvel.reshape(-1)
-        wp.copy(self._ids_dev, self._ids_host, count=m)
-        wp.copy(self._qpos_dev, self._qpos_host, count=m * nq)
-        wp.copy(self._qvel_dev, self._qvel_host, count=m * nv)
+        self._stage(
+            ids, (self._qpos_host, self._qpos_dev, qpos), (self._qvel_host, self._qvel_dev, qvel)
+        )
         d = self._d
         wp.launch(
             _scatter_state,
@@ -426,34 +461,70 @@ class MjWarpBackend:
         self.nonfinite[ids] = False
         self._dirty = True
 
-    def set_foot_friction(self, env_ids: np.ndarray, friction: np.ndarray) -> None:
-        """Set the sliding friction (M,) of the foot collision geoms of worlds `env_ids`.
+    def add_root_velocity(
+        self, env_ids: np.ndarray, lin_vel_w: np.ndarray, ang_vel_w: np.ndarray
+    ) -> None:
+        """Add world-frame velocity to the free joint of worlds `env_ids` (M,) (unique ids):
+        linear (M, 3) m/s to qvel[0:3] (world frame), angular (M, 3) rad/s rotated into the
+        body frame of the current root orientation and added to qvel[3:6] (both in float64 on
+        the device, from the world's own qpos; stored as float32).
 
-        The feet (priority 1) decide the friction of their floor contacts, as in MuJoCo.
-        """
-        self._check_open()
-        ids = resolve_env_ids(env_ids, self.num_envs)
-        mu = np.asarray(friction, np.float32).reshape(-1)
-        if mu.shape != ids.shape:
-            raise ValueError(f"friction must have shape ({ids.size},), got {np.shape(friction)}")
-        self._friction_np[np.ix_(ids, self._foot_geoms, [0])] = mu[:, None, None]
-        self._m.geom_friction.assign(self._friction_np)
-
-    def set_body_com_offset(self, env_ids: np.ndarray, body: str, offset: np.ndarray) -> None:
-        """Place the centre of mass of `body` at nominal + offset (M, 3) m, body frame, in
-        worlds `env_ids` (per-world ``body_ipos``).
+        Everything else (qpos, other velocities, warm start, activations, `nonfinite`) is kept;
+        derived quantities are refreshed before the next `copy_body_state_w`, as after
+        `write_state`.
 
         Raises:
-            ValueError: unknown body, bad ids, or an offset of the wrong shape.
+            ValueError: no or several free joints, ids outside [0, N), kicks not (M, 3) finite.
         """
         self._check_open()
+        qadr, dadr = self._bound.require_free_joint()
         ids = resolve_env_ids(env_ids, self.num_envs)
-        off = np.asarray(offset, np.float32)
-        if off.shape != (ids.size, 3):
-            raise ValueError(f"offset must have shape ({ids.size}, 3), got {off.shape}")
-        bid = name_to_id(self._mjm, mujoco.mjtObj.mjOBJ_BODY, body)
-        self._ipos_np[ids, bid] = self._ipos_nominal[bid] + off
-        self._m.body_ipos.assign(self._ipos_np)
+        lin, ang = root_velocity_kicks(lin_vel_w, ang_vel_w, ids.size)
+        if ids.size == 0:
+            return
+        kick = np.concatenate([lin, ang], axis=1)
+        self._stage(ids, (self._kick_host, self._kick_dev, kick))
+        d = self._d
+        wp.launch(
+            _add_root_velocity,
+            dim=ids.size,
+            inputs=[self._ids_dev, self._kick_dev, qadr, dadr],
+            outputs=[d.qpos, d.qvel],
+            device=self.device,
+        )
+        self._dirty = True
+
+    def model_field(self, field: str, elem_ids: np.ndarray) -> np.ndarray:
+        """Nominal ``model.<field>[elem_ids]`` of the MjModel given at construction: float64
+        copy, (K, *trailing).
+
+        Raises:
+            ValueError: an unsupported field or element ids out of range.
+        """
+        elem, _ = check_model_field(self._mjm, field, elem_ids)
+        return np.array(getattr(self._mjm, field)[elem], dtype=np.float64)
+
+    def set_model_field(
+        self, field: str, env_ids: np.ndarray, elem_ids: np.ndarray, values: np.ndarray
+    ) -> None:
+        """Set ``model.<field>[elem_ids]`` of worlds `env_ids` (M,) to `values`
+        (M, K, *trailing), stored as float32 (rounded to nearest); the field's whole (N, ...)
+        table is then uploaded. MuJoCo Warp's derived constants are not recomputed.
+
+        Raises:
+            ValueError: an unsupported field, ids out of range, values of another shape or not
+                finite.
+        """
+        self._check_open()
+        elem, trailing = check_model_field(self._mjm, field, elem_ids)
+        ids = resolve_env_ids(env_ids, self.num_envs)
+        vals = check_field_values(field, values, ids.size, elem, trailing)
+        device_table = getattr(self._m, field)
+        table = self._fields.get(field)
+        if table is None:
+            table = self._fields[field] = device_table.numpy()  # (N, count, *trailing)
+        table[ids[:, None], elem[None, :]] = vals.astype(np.float32)
+        device_table.assign(table)
 
     def close(self) -> None:
         """Drop the device model, data and graph (memory returns to Warp's allocator);
@@ -466,6 +537,19 @@ class MjWarpBackend:
     def _check_open(self) -> None:
         if self._closed:
             raise RuntimeError("MjWarpBackend is closed")
+
+    def _stage(self, ids: np.ndarray, *arrays: tuple[wp.array, wp.array, np.ndarray]) -> None:
+        """Copy ids (M,) to `_ids_dev` and each (host staging, device, values (M, ...)) to its
+        device buffer, through the (pinned) host staging buffers."""
+        if self._dirty:  # an earlier write's host->device copies may still read the staging
+            wp.synchronize_device(self.device)
+        m = ids.size
+        self._ids_host.numpy()[:m] = ids
+        wp.copy(self._ids_dev, self._ids_host, count=m)
+        for host, dev, values in arrays:
+            flat = values.reshape(-1)
+            host.numpy()[: flat.size] = flat
+            wp.copy(dev, host, count=flat.size)
 
     def _physics(self) -> None:
         """The substep loop (captured on CUDA): clear flags, step, count self contact."""

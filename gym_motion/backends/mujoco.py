@@ -25,9 +25,9 @@ bit-identical to ``mj_step`` on one MjData per env at any thread count), recordi
 fresh qpos/qvel by a Numba forward-kinematics kernel (MuJoCo's own derived fields lag one substep
 behind the state after ``mj_step``, and recomputing them in MuJoCo costs ~10 % of the physics).
 
-Per-env model fields for domain randomisation use ``Batch.expand`` (lazily, on first use): a
-(N, ngeom, 3) ``geom_friction`` table and a (N, nbody, 3) ``body_ipos`` table, 8 bytes a value;
-no per-env MjModel copies.
+Per-env model fields for domain randomisation (`MujocoBackend.set_model_field`) use
+``Batch.expand`` (lazily, on a field's first use): e.g. a (N, ngeom, 3) ``geom_friction`` table
+or a (N, nbody, 3) ``body_ipos`` table, 8 bytes a value; no per-env MjModel copies.
 
 Requires ``mujoco >= 4.0`` (``mujoco.batch``). The Numba kinematics agree with MuJoCo's
 ``mj_kinematics`` / ``mj_objectVelocity`` to float64 round-off (tests: 1e-6 after the float32 cast).
@@ -46,9 +46,11 @@ import numpy as np
 from gym_motion.backends.base import BodyState
 from gym_motion.backends.binding import (
     SELF_CONTACT_SENSOR,
-    bind_names,
-    name_to_id,
+    bind_ids,
+    check_field_values,
+    check_model_field,
     resolve_env_ids,
+    root_velocity_kicks,
     self_contact_columns,
 )
 from gym_motion.backends.threads import (
@@ -68,19 +70,19 @@ _BAD_WARNINGS = (
     int(mujoco.mjtWarning.mjWARN_BADQACC),
 )
 _MISSING_SENSOR_HINT = (
-    ": add one with gym_motion.backends.mujoco.add_self_contact_sensor(spec) before compiling, "
-    "or pass self_contact_threshold=None to disable self-contact counting"
+    ": add one with gym_motion.backends.mujoco.add_self_contact_sensor(spec, root_body) before "
+    "compiling, or pass self_contact_threshold=None to disable self-contact counting"
 )
 
 
 def add_self_contact_sensor(
-    spec: mujoco.MjSpec, root_body: str = "pelvis", name: str = SELF_CONTACT_SENSOR
+    spec: mujoco.MjSpec, root_body: str, name: str = SELF_CONTACT_SENSOR
 ) -> mujoco.MjsSensor:
-    """Add the robot-robot contact sensor `MujocoBackend` reads (to an MjSpec, before compile).
+    """Add the robot-robot contact sensor the backends read (to an MjSpec, before compile).
 
     The sensor reports, per substep, the 3D force (contact frame: normal first, N) of the
-    strongest contact with both geoms in the subtree of `root_body` (``data="force"``,
-    ``reduce="maxforce"``, ``num=1``); zero when there is none.
+    strongest contact with both geoms in the subtree of `root_body` (the robot's root body
+    name; ``data="force"``, ``reduce="maxforce"``, ``num=1``); zero when there is none.
     """
     sensor = spec.add_sensor(
         name=name,
@@ -312,6 +314,15 @@ def _post_step_kernel(
         counts[e] = c
 
 
+def _rotate_inverse(quat: np.ndarray, vec: np.ndarray) -> np.ndarray:
+    """Rotate vectors (M, 3) by the inverse of quaternions (M, 4) wxyz (normalised here, as
+    MuJoCo's kinematics do), float64: world frame -> body frame."""
+    q = quat / np.linalg.norm(quat, axis=1, keepdims=True)
+    w, r = q[:, :1], -q[:, 1:]  # the conjugate
+    t = 2.0 * np.cross(r, vec)
+    return vec + w * t + np.cross(r, t)
+
+
 # --------------------------------------------------------------------------------------------
 # Backend
 # --------------------------------------------------------------------------------------------
@@ -321,30 +332,36 @@ class MujocoBackend:
     """N envs of one MuJoCo model stepped by the official C engine on native threads.
 
     Args:
-        model: the robot model (e.g. ``gym_motion.robots.g1.load_model()``): one position
-            actuator per bound joint, in `joint_names` order, and a contact sensor named
-            ``"self_contact"`` (see `add_self_contact_sensor`) unless
+        model: the compiled robot model (a robot module's ``load_model()``): one
+            joint-transmission position actuator per bound joint (any actuator order), and a
+            contact sensor named ``"self_contact"`` (see `add_self_contact_sensor`) unless
             ``self_contact_threshold`` is None. Copied; the caller's model is not modified.
         num_envs: N.
-        body_names: the B bodies whose state `copy_body_state_w` fills, in that order.
-        joint_names: the J hinge/slide joints of `BodyState.joint_pos`; J == model.nu.
+        body_ids: (B,) int body ids whose state `copy_body_state_w` fills, in that order.
+        joint_ids: (J,) int hinge/slide joint ids of `BodyState.joint_pos` and of `step`'s
+            targets, in that order; J == model.nu, each joint driven by exactly one actuator.
         decimation: physics substeps per `step`.
         num_threads: physics threads (None: every CPU of the block); never more than CPUs.
         cpu_ids: pin physics threads (and size Numba) to these CPUs (Linux; else a warning).
         self_contact_threshold: N; a substep counts as self-contact when the sensor's normal
             force exceeds it. None disables counting (and the sensor requirement).
 
+    Raises:
+        TypeError: `model` is not a ``mujoco.MjModel``.
+        ValueError: num_envs or decimation < 1; bad ids (see `gym_motion.backends.binding.
+            bind_ids`); no ``"self_contact"`` contact sensor while counting is on.
+
     Attributes (beyond `SimBackend`'s):
-        model: the backend's copy of the model. num_threads: physics threads in use.
-        nq, nv, nu: sizes. thread_budget: the resolved `ThreadBudget`.
+        model: the backend's copy of the model (nominal values). num_threads: physics threads
+        in use. nq, nv, nu: sizes. thread_budget: the resolved `ThreadBudget`.
     """
 
     def __init__(
         self,
         model: mujoco.MjModel,
         num_envs: int,
-        body_names: Sequence[str],
-        joint_names: Sequence[str],
+        body_ids: np.ndarray,
+        joint_ids: np.ndarray,
         decimation: int = 4,
         num_threads: int | None = None,
         cpu_ids: Sequence[int] | None = None,
@@ -361,23 +378,19 @@ class MujocoBackend:
         self._all_rows = np.arange(self.num_envs, dtype=np.int64)
         self.decimation = int(decimation)
         self.physics_dt = float(model.opt.timestep)
-        self.body_names = tuple(body_names)
-        self.joint_names = tuple(joint_names)
         self.nq, self.nv, self.nu = model.nq, model.nv, model.nu
-        if model.nu != len(self.joint_names):
-            raise ValueError(
-                f"model has {model.nu} actuators but {len(self.joint_names)} joint names were "
-                "given; expected one position actuator per joint, in joint order"
-            )
 
-        bound = bind_names(model, self.body_names, self.joint_names)
-        self._bodies = bound.body_ids
+        self._bound = bound = bind_ids(model, body_ids, joint_ids)
+        self.body_ids = bound.body_ids
+        self.joint_ids = bound.joint_ids
         self._joint_qadr = bound.qpos_adr
         self._joint_dadr = bound.dof_adr
+        self._act_ids = bound.actuator_ids
+        self._act_identity = np.array_equal(bound.actuator_ids, np.arange(model.nu))
         if np.any(model.body_jntnum > 8):
             raise ValueError("bodies with more than 8 joints are not supported")
 
-        # model tables of the kinematics kernel (body_pos/body_quat are not randomised)
+        # model tables of the kinematics kernel (none of them is a per-env model field)
         m = model
         self._kin = (
             m.body_parentid.astype(np.int64),
@@ -401,9 +414,6 @@ class MujocoBackend:
             self._contact_cols, self._contact_norm = self_contact_columns(
                 model, _MISSING_SENSOR_HINT
             )
-
-        # foot geoms: condim-3 collision geoms on ankle_roll bodies
-        self._foot_geoms = bound.foot_geom_ids
 
         # threads: one budget, then the pool
         self.thread_budget = budget = resolve_thread_budget(num_threads, cpu_ids)
@@ -432,9 +442,7 @@ class MujocoBackend:
         self._bad_warnings = np.array(_BAD_WARNINGS, np.int64)
         self.nonfinite = np.zeros(self.num_envs, bool)
         self.self_contact_substeps = np.zeros(self.num_envs, np.int32)
-        self._friction = None
-        self._ipos = None
-        self._ipos_nominal = model.body_ipos.copy()
+        self._fields: dict[str, np.ndarray] = {}  # field -> live (N, ...) per-env table
         self._closed = False
 
     # ---------------------------------------------------------------------------------------
@@ -460,7 +468,10 @@ class MujocoBackend:
             raise ValueError(
                 f"joint_pos_target must have shape ({self.num_envs}, {self.nu}), got {target.shape}"
             )
-        self._ctrl[...] = target
+        if self._act_identity:
+            self._ctrl[...] = target
+        else:
+            self._ctrl[:, self._act_ids] = target
         self._warning[...] = 0
         self._failed[:] = False
         try:
@@ -495,7 +506,7 @@ class MujocoBackend:
             self._qpos,
             self._qvel,
             *self._kin,
-            self._bodies,
+            self.body_ids,
             self._joint_qadr,
             self._joint_dadr,
             self._all_rows if env_ids is None else resolve_env_ids(env_ids, self.num_envs),
@@ -527,32 +538,54 @@ class MujocoBackend:
             self._act[ids] = 0.0
         self.nonfinite[ids] = False
 
-    def set_foot_friction(self, env_ids: np.ndarray, friction: np.ndarray) -> None:
-        """Set the sliding friction (M,) of every foot collision geom (condim 3, ankle_roll
-        bodies) of rows `env_ids`. The first call gives the batch per-env friction tables."""
-        self._check_open()
-        ids = resolve_env_ids(env_ids, self.num_envs)
-        friction = np.asarray(friction, np.float64).reshape(-1)
-        if friction.shape != (ids.size,):
-            raise ValueError(f"friction must have shape ({ids.size},), got {friction.shape}")
-        if self._foot_geoms.size == 0:
-            raise ValueError("the model has no foot geoms (condim 3 geoms on *ankle_roll_link)")
-        if self._friction is None:
-            self._friction = self._batch.expand("geom_friction")  # (N, ngeom, 3)
-        self._friction[ids[:, None], self._foot_geoms[None, :], 0] = friction[:, None]
+    def add_root_velocity(
+        self, env_ids: np.ndarray, lin_vel_w: np.ndarray, ang_vel_w: np.ndarray
+    ) -> None:
+        """Add world-frame velocity to the free joint of rows `env_ids` (M,) (unique ids):
+        linear (M, 3) m/s to qvel[0:3] (world frame), angular (M, 3) rad/s rotated into the
+        body frame of the current root orientation (float64, from qpos) and added to qvel[3:6].
 
-    def set_body_com_offset(self, env_ids: np.ndarray, body: str, offset: np.ndarray) -> None:
-        """Move the centre of mass of `body` to nominal + offset (M, 3) m, body frame, for rows
-        `env_ids` (inertia and mass unchanged; derived constants are not recomputed)."""
+        Everything else (qpos, other velocities, warm start, activations, `nonfinite`) is kept.
+
+        Raises:
+            ValueError: no or several free joints, ids outside [0, N), kicks not (M, 3) finite.
+        """
         self._check_open()
+        qadr, dadr = self._bound.require_free_joint()
         ids = resolve_env_ids(env_ids, self.num_envs)
-        bid = name_to_id(self.model, mujoco.mjtObj.mjOBJ_BODY, body)
-        offset = np.asarray(offset, np.float64)
-        if offset.shape != (ids.size, 3):
-            raise ValueError(f"offset must have shape ({ids.size}, 3), got {offset.shape}")
-        if self._ipos is None:
-            self._ipos = self._batch.expand("body_ipos")  # (N, nbody, 3)
-        self._ipos[ids, bid] = self._ipos_nominal[bid] + offset
+        lin, ang = root_velocity_kicks(lin_vel_w, ang_vel_w, ids.size)
+        quat = self._qpos[ids, qadr + 3 : qadr + 7]
+        self._qvel[ids, dadr : dadr + 3] += lin
+        self._qvel[ids, dadr + 3 : dadr + 6] += _rotate_inverse(quat, ang)
+
+    def model_field(self, field: str, elem_ids: np.ndarray) -> np.ndarray:
+        """Nominal ``model.<field>[elem_ids]``: float64 copy, (K, *trailing).
+
+        Raises:
+            ValueError: an unsupported field or element ids out of range.
+        """
+        elem, _ = check_model_field(self.model, field, elem_ids)
+        return np.array(getattr(self.model, field)[elem], dtype=np.float64)
+
+    def set_model_field(
+        self, field: str, env_ids: np.ndarray, elem_ids: np.ndarray, values: np.ndarray
+    ) -> None:
+        """Set ``model.<field>[elem_ids]`` of rows `env_ids` (M,) to `values` (M, K, *trailing)
+        (float64, stored as given). The first call for a field gives the batch a per-env table
+        of it (``Batch.expand``); MuJoCo's derived constants are not recomputed.
+
+        Raises:
+            ValueError: an unsupported field, ids out of range, values of another shape or not
+                finite.
+        """
+        self._check_open()
+        elem, trailing = check_model_field(self.model, field, elem_ids)
+        ids = resolve_env_ids(env_ids, self.num_envs)
+        vals = check_field_values(field, values, ids.size, elem, trailing)
+        table = self._fields.get(field)
+        if table is None:
+            table = self._fields[field] = self._batch.expand(field)  # (N, count, *trailing)
+        table[ids[:, None], elem[None, :]] = vals
 
     def close(self) -> None:
         """Stop the thread pool and free the batch (idempotent)."""
@@ -560,7 +593,7 @@ class MujocoBackend:
             self._closed = True
             self._batch = None
             self._qpos = self._qvel = self._ctrl = self._warm = self._act = None
-            self._friction = self._ipos = None
+            self._fields = {}
 
     def __del__(self) -> None:  # noqa: D105
         try:

@@ -1,4 +1,7 @@
-"""MujocoBackend against single-MjData MuJoCo references (small N, fast)."""
+"""MujocoBackend specifics: bitwise equality with single-MjData MuJoCo, threads and CPU pinning.
+
+The behaviour every backend shares is tested in test_contract.py.
+"""
 
 from __future__ import annotations
 
@@ -9,13 +12,14 @@ import numba
 import numpy as np
 import pytest
 
-from gym_motion.backends import BodyState, SimBackend, make_backend
+from gym_motion.backends import BodyState
 from gym_motion.backends.mujoco import MujocoBackend
 from gym_motion.backends.threads import available_cpus, resolve_thread_budget, thread_ids
 from gym_motion.robots import g1
 
 DEC = 4
 BODIES = g1.BODY_NAMES
+NJ = len(g1.JOINT_NAMES)
 
 
 @pytest.fixture(scope="module")
@@ -24,15 +28,22 @@ def model() -> mujoco.MjModel:
 
 
 def _targets(rng: np.random.Generator, n: int, scale: float = 0.3) -> np.ndarray:
-    return g1.DEFAULT_JOINT_POS + scale * rng.uniform(-1, 1, (n, g1.NUM_JOINTS))
+    return g1.DEFAULT_JOINT_POS + scale * rng.uniform(-1, 1, (n, NJ))
+
+
+def _ids(model, bodies=BODIES, joints=g1.JOINT_NAMES) -> tuple[np.ndarray, np.ndarray]:
+    return (
+        np.array([model.body(b).id for b in bodies]),
+        np.array([model.joint(j).id for j in joints]),
+    )
 
 
 def _backend(model, n, **kw) -> MujocoBackend:
-    return MujocoBackend(model, n, BODIES, g1.JOINT_NAMES, decimation=DEC, **kw)
+    return MujocoBackend(model, n, *_ids(model), decimation=DEC, **kw)
 
 
 def _state(backend: MujocoBackend) -> BodyState:
-    out = BodyState.zeros(backend.num_envs, len(BODIES), g1.NUM_JOINTS)
+    out = BodyState.zeros(backend.num_envs, len(BODIES), NJ)
     backend.copy_body_state_w(out)
     return out
 
@@ -66,29 +77,6 @@ def _assert_matches(model, state: BodyState, row: int, d: mujoco.MjData) -> None
     np.testing.assert_allclose(state.joint_vel[row], jv, atol=1e-5, rtol=1e-6)
 
 
-def test_protocol_and_factory(model):
-    b = make_backend("mujoco", model, 2, BODIES, g1.JOINT_NAMES, decimation=DEC)
-    assert isinstance(b, SimBackend)
-    assert b.physics_dt == model.opt.timestep and b.decimation == DEC
-    assert b.nonfinite.dtype == bool and b.self_contact_substeps.dtype == np.int32
-    b.close()
-    b.close()
-    with pytest.raises(RuntimeError, match="closed"):
-        b.step(np.zeros((2, 29)))
-    with pytest.raises(ValueError, match="'mujoco'"):
-        make_backend("bullet", model, 2, BODIES, g1.JOINT_NAMES)
-
-
-def test_bad_arguments(model):
-    with pytest.raises(ValueError, match="no body named 'nose'"):
-        MujocoBackend(model, 2, ("nose",), g1.JOINT_NAMES)
-    b = _backend(model, 2)
-    with pytest.raises(ValueError, match=r"\(2, 29\)"):
-        b.step(np.zeros((3, 29)))
-    with pytest.raises(ValueError, match="write_state expects"):
-        b.write_state(np.array([0]), np.zeros((1, 35)), np.zeros((1, 35)))
-
-
 def test_step_matches_single_mjdata_reference(model):
     """qpos/qvel bitwise equal to mj_step x decimation; body state equals MuJoCo's kinematics
     and mj_objectVelocity (body origin, world frame) at the final state."""
@@ -111,106 +99,71 @@ def test_step_matches_single_mjdata_reference(model):
     assert np.abs(state.lin_vel_w).max() > 0.05  # the test exercised motion
 
 
-def test_kinematics_from_random_states(model):
-    """Random qpos/qvel (tilted, spinning root): FK and origin velocities equal MuJoCo's."""
-    n = 5
-    rng = np.random.default_rng(1)
-    b = _backend(model, n)
-    qpos = np.tile(model.key("default").qpos, (n, 1))
-    qpos[:, :3] += rng.normal(0, 0.3, (n, 3))
-    quat = rng.normal(size=(n, 4))
-    qpos[:, 3:7] = quat / np.linalg.norm(quat, axis=1, keepdims=True)
-    qpos[:, 7:] += rng.uniform(-0.5, 0.5, (n, 29))
-    qvel = rng.normal(0, 2.0, (n, model.nv))
-    b.write_state(np.arange(n), qpos, qvel)
-    state = _state(b)
-    for i in range(n):
-        d = mujoco.MjData(model)
-        d.qpos[:], d.qvel[:] = qpos[i], qvel[i]
-        _assert_matches(model, state, i, d)
-
-
-def test_write_state_touches_only_given_rows(model):
-    n = 4
+def test_written_row_steps_like_a_fresh_mjdata(model):
+    """write_state clears the warm start: stepping a written row is bitwise mj_step on a fresh
+    MjData holding the written state."""
+    n = 3
     rng = np.random.default_rng(2)
     b = _backend(model, n)
     for _ in range(5):
         b.step(_targets(rng, n))
-    before = _state(b)
-    qpos0, qvel0 = b.qpos.copy(), b.qvel.copy()
-    rows = np.array([1, 3])
-    qpos = np.tile(model.key("default").qpos, (2, 1))
-    qpos[:, 0] = [1.0, -2.0]
-    qvel = rng.normal(0, 0.5, (2, model.nv))
-    b.write_state(rows, qpos, qvel)
-    after = _state(b)
-    for r in (0, 2):
-        np.testing.assert_array_equal(b.qpos[r], qpos0[r])
-        np.testing.assert_array_equal(b.qvel[r], qvel0[r])
-        np.testing.assert_array_equal(after.pos_w[r], before.pos_w[r])
-    for k, r in enumerate(rows):
-        np.testing.assert_array_equal(b.qpos[r], qpos[k])
-        d = mujoco.MjData(model)
-        d.qpos[:], d.qvel[:] = qpos[k], qvel[k]
-        _assert_matches(model, after, r, d)  # FK fresh right after the write
-    # stepping a written row equals stepping a fresh MjData from that state (warm start cleared)
+    qpos = model.key("default").qpos.copy()
+    qpos[0] = 1.0
+    qvel = rng.normal(0, 0.5, model.nv)
+    b.write_state(np.array([1]), qpos[None], qvel[None])
     t = _targets(rng, n)
     b.step(t)
     d = mujoco.MjData(model)
-    d.qpos[:], d.qvel[:], d.ctrl[:] = qpos[0], qvel[0], t[1]
+    d.qpos[:], d.qvel[:], d.ctrl[:] = qpos, qvel, t[1]
     mujoco.mj_step(model, d, DEC)
     np.testing.assert_array_equal(b.qpos[1], d.qpos)
+    np.testing.assert_array_equal(b.qvel[1], d.qvel)
 
 
-def test_nan_row_flagged_others_unaffected(model, capfd, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)  # MuJoCo appends its warnings to ./MUJOCO_LOG.TXT
+def test_add_root_velocity_is_float64_and_keeps_the_warm_start(model):
+    """qvel[0:3] += lin and qvel[3:6] += R(q)^T ang in float64 (MuJoCo's own rotation as the
+    oracle); qpos, joint velocities and the solver warm start stay bitwise."""
     n = 3
-    rng = np.random.default_rng(3)
-    a, b = _backend(model, n), _backend(model, n)
-    targets = [_targets(rng, n) for _ in range(3)]
-    a.step(targets[0])
-    b.step(targets[0])
-    bad = a.qpos[1].copy()
-    bad[10] = np.nan
-    a.write_state(np.array([1]), bad[None], a.qvel[1][None].copy())
-    a.step(targets[1])  # no exception
-    b.step(targets[1])
-    assert a.nonfinite.tolist() == [False, True, False]
-    for r in (0, 2):
-        np.testing.assert_array_equal(a.qpos[r], b.qpos[r])
-    state = _state(a)
-    assert np.isfinite(state.pos_w[[0, 2]]).all()
-    # a huge velocity is a blow-up too; the env rewrites the row, which clears the flag
-    a.write_state(np.array([1]), b.qpos[1][None].copy(), np.full((1, model.nv), 1e6))
-    a.step(targets[2])
-    assert a.nonfinite[1] and not a.nonfinite[[0, 2]].any()
-    a.write_state(np.array([1]), b.qpos[1][None].copy(), b.qvel[1][None].copy())
-    assert not a.nonfinite.any()
-    capfd.readouterr()  # MuJoCo's instability warnings
-
-
-def test_self_contact_counting(model):
-    """Arms driven into the torso: contact substeps counted per row; default pose: none."""
-    n = 2
+    rng = np.random.default_rng(5)
     b = _backend(model, n)
-    t = np.tile(g1.DEFAULT_JOINT_POS, (n, 1))
-    j = list(g1.JOINT_NAMES)
-    t[1, j.index("left_shoulder_roll_joint")] = -1.5
-    t[1, j.index("right_shoulder_roll_joint")] = 1.5
-    t[1, j.index("left_elbow_joint")] = 0.0
-    t[1, j.index("right_elbow_joint")] = 0.0
-    total = np.zeros(n, int)
-    for _ in range(10):
-        b.step(t)
-        assert b.self_contact_substeps.dtype == np.int32
-        assert ((0 <= b.self_contact_substeps) & (b.self_contact_substeps <= DEC)).all()
-        total += b.self_contact_substeps
-    assert total[0] == 0
-    assert total[1] > 0
-    hi = _backend(model, n, self_contact_threshold=1e9)
-    for _ in range(10):
-        hi.step(t)
-        assert not hi.self_contact_substeps.any()
+    for _ in range(3):
+        b.step(_targets(rng, n))
+    quat = rng.normal(size=4)
+    qpos = b.qpos[2].copy()
+    qpos[3:7] = quat / np.linalg.norm(quat)
+    b.write_state(np.array([2]), qpos[None], b.qvel[2][None].copy())
+    b.step(_targets(rng, n))
+    qpos0, qvel0, warm0 = b.qpos.copy(), b.qvel.copy(), b._warm.copy()
+    lin, ang = rng.normal(size=(2, 3)), rng.normal(size=(2, 3))
+    rows = np.array([0, 2])
+    b.add_root_velocity(rows, lin, ang)
+    np.testing.assert_array_equal(b.qpos, qpos0)
+    np.testing.assert_array_equal(b._warm, warm0)
+    np.testing.assert_array_equal(b.qvel[1], qvel0[1])
+    np.testing.assert_array_equal(b.qvel[rows, 6:], qvel0[rows, 6:])
+    np.testing.assert_array_equal(b.qvel[rows, :3], qvel0[rows, :3] + lin)
+    for k, r in enumerate(rows):
+        inv = np.zeros(4)
+        mujoco.mju_negQuat(inv, qpos0[r, 3:7] / np.linalg.norm(qpos0[r, 3:7]))
+        local = np.zeros(3)
+        mujoco.mju_rotVecQuat(local, ang[k], inv)
+        np.testing.assert_allclose(b.qvel[r, 3:6], qvel0[r, 3:6] + local, rtol=0, atol=1e-14)
+
+
+def test_any_actuator_order_drives_the_given_joints(model):
+    """Joint ids in reversed order with reversed targets: bitwise the same physics."""
+    n = 2
+    rng = np.random.default_rng(6)
+    bodies, joints = _ids(model)
+    a = MujocoBackend(model, n, bodies, joints, decimation=DEC)
+    b = MujocoBackend(model, n, bodies, joints[::-1], decimation=DEC)
+    for _ in range(3):
+        t = _targets(rng, n)
+        a.step(t)
+        b.step(t[:, ::-1])
+    np.testing.assert_array_equal(a.qpos, b.qpos)
+    sa, sb = _state(a), _state(b)
+    np.testing.assert_array_equal(sa.joint_pos, sb.joint_pos[:, ::-1])
 
 
 @pytest.mark.parametrize("threads", [1, 2])
@@ -229,28 +182,26 @@ def test_determinism_across_thread_counts(model, threads):
         np.testing.assert_array_equal(getattr(s1, f), getattr(s2, f))
 
 
-def test_domain_randomisation_fields_per_row(model):
+def test_randomised_row_simulates_its_own_model(model):
+    """Friction, CoM and mass set for row 1: stored exactly (float64), and that row steps
+    bitwise like an MjData on the MjModel the batch materialises for it."""
     n = 3
     b = _backend(model, n)
-    feet = b._foot_geoms
-    assert len(feet) == 14
-    assert all(model.body(model.geom_bodyid[g]).name.endswith("ankle_roll_link") for g in feet)
-    b.set_foot_friction(np.array([0, 2]), np.array([0.3, 1.2]))
-    m0, m1, m2 = (b._batch.get_model(i) for i in range(n))
-    np.testing.assert_array_equal(m0.geom_friction[feet, 0], 0.3)
-    np.testing.assert_array_equal(m1.geom_friction, model.geom_friction)
-    np.testing.assert_array_equal(m2.geom_friction[feet, 0], 1.2)
-    np.testing.assert_array_equal(m2.geom_friction[feet, 1:], model.geom_friction[feet, 1:])
-
-    torso = model.body("torso_link").id
-    off = np.array([[0.025, -0.05, 0.05]])
-    b.set_body_com_offset(np.array([1]), "torso_link", off)
-    b.set_body_com_offset(np.array([1]), "torso_link", off)  # offsets from nominal, not cumulative
+    feet = np.flatnonzero(np.isin(model.geom_bodyid, _ids(model, g1.FOOT_BODIES, ())[0]))
+    torso = np.array([model.body(g1.ANCHOR_BODY).id])
+    friction = b.model_field("geom_friction", feet)[None]
+    friction[..., 0] = 0.3
+    ipos = b.model_field("body_ipos", torso)[None] + np.array([0.025, -0.05, 0.05])
+    b.set_model_field("geom_friction", [1], feet, friction)
+    b.set_model_field("body_ipos", [1], torso, ipos)
+    b.set_model_field("body_ipos", [1], torso, ipos)  # values, not offsets: not cumulative
+    b.set_model_field("body_mass", [1], torso, [[20.0]])
     m1 = b._batch.get_model(1)
-    np.testing.assert_allclose(m1.body_ipos[torso], model.body_ipos[torso] + off[0])
-    np.testing.assert_array_equal(b._batch.get_model(0).body_ipos, model.body_ipos)
+    np.testing.assert_array_equal(m1.geom_friction[feet], friction[0])
+    np.testing.assert_array_equal(m1.body_ipos[torso], ipos[0])
+    assert m1.body_mass[torso[0]] == 20.0
+    np.testing.assert_array_equal(b.model.body_mass, model.body_mass)  # nominal kept
 
-    # the per-row model is what that row simulates
     t = np.tile(g1.DEFAULT_JOINT_POS, (n, 1))
     ref = mujoco.MjData(m1)
     mujoco.mj_resetDataKeyframe(m1, ref, m1.key("default").id)
@@ -259,8 +210,7 @@ def test_domain_randomisation_fields_per_row(model):
         ref.ctrl[:] = t[1]
         mujoco.mj_step(m1, ref, DEC)
     np.testing.assert_array_equal(b.qpos[1], ref.qpos)
-    with pytest.raises(ValueError, match=r"\(1,\)"):
-        b.set_foot_friction(np.array([0]), np.array([0.3, 0.4]))
+    assert np.abs(b.qpos[1] - b.qpos[0]).max() > 1e-6
 
 
 def test_thread_budget_logic(monkeypatch):
