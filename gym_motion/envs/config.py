@@ -11,6 +11,7 @@ drop a reward term or reweight one::
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -277,6 +278,28 @@ class TrackingEnvCfg:
             events=default_events(robot),
             **overrides,
         )
+
+    def updated(
+        self,
+        state_estimation: bool | None = None,
+        model_path: str | os.PathLike | None = None,
+        backend: str | None = None,
+        backend_kwargs: dict[str, Any] | None = None,
+    ) -> TrackingEnvCfg:
+        """A copy with the env constructor's overrides applied (None keeps a field): the
+        state-estimation flag, the robot's MJCF, the backend name and settings.
+
+        Raises:
+            ValueError: an unknown backend setting.
+        """
+        cfg = self
+        if state_estimation is not None:
+            cfg = replace(cfg, state_estimation=state_estimation)
+        if model_path is not None:
+            cfg = replace(cfg, robot=cfg.robot.with_mjcf(model_path))
+        if backend is not None or backend_kwargs:
+            cfg = replace(cfg, backend=cfg.backend.updated(backend, **(backend_kwargs or {})))
+        return cfg
 
     def observation_groups(self) -> dict[str, dict[str, ObsTermCfg]]:
         """The "policy" and "critic" observation groups."""

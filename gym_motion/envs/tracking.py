@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import replace
 from time import perf_counter
 from typing import Any
 
@@ -13,9 +12,9 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from gym_motion.backends import make_backend
-from gym_motion.backends.base import BodyState
 from gym_motion.envs import info as infos
 from gym_motion.envs.config import TrackingEnvCfg
+from gym_motion.managers.action import ActionManager
 from gym_motion.managers.command import CommandManager
 from gym_motion.managers.events import EventContext, EventManager
 from gym_motion.managers.observation import ObservationManager
@@ -108,14 +107,9 @@ class TrackingVecEnv(VectorEnv):
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
         if obs_mode not in ("policy", "dict"):
             raise ValueError(f"obs_mode must be 'policy' or 'dict', got {obs_mode!r}")
-        cfg = cfg or TrackingEnvCfg()
-        if state_estimation is not None:
-            cfg = replace(cfg, state_estimation=state_estimation)
-        if model_path is not None:
-            cfg = replace(cfg, robot=cfg.robot.with_mjcf(model_path))
-        if backend is not None or backend_kwargs:
-            cfg = replace(cfg, backend=cfg.backend.updated(backend, **(backend_kwargs or {})))
-        self.cfg = cfg
+        self.cfg = cfg = (cfg or TrackingEnvCfg()).updated(
+            state_estimation, model_path, backend, backend_kwargs
+        )
         robot = cfg.robot
         self.num_envs = n = int(num_envs)
         self.autoreset_mode = _autoreset_mode(autoreset_mode)
@@ -126,7 +120,7 @@ class TrackingVecEnv(VectorEnv):
         self.max_episode_steps = int(max_episode_steps or round(cfg.episode_length_s / self.dt))
         self._seed = seed
 
-        self.library = _motion_library(motion, robot, fps=1.0 / self.dt)
+        self.library = MotionLibrary.load(motion, robot, fps=1.0 / self.dt)
         self.model = robot.build_model(floor=True)
         self.model.opt.timestep = cfg.sim.physics_dt
         self.backend = make_backend(
@@ -140,33 +134,17 @@ class TrackingVecEnv(VectorEnv):
             **cfg.backend.kwargs(),
         )
 
-        bodies, j = robot.tracked_bodies, robot.num_joints
-        self.state = s = MDPState(
-            body_names=bodies,
-            anchor=bodies.index(robot.anchor_body),
-            root=bodies.index(robot.root_body),
-            robot=BodyState.zeros(n, len(bodies), j),
-            ref=BodyState.zeros(n, len(bodies), j),
-            default_joint_pos=robot.default_joint_pos.astype(np.float32),
-            soft_joint_limits=robot.soft_joint_limits(self.model).astype(np.float32),
-        )
+        self.state = s = MDPState.for_robot(robot, self.model, n)
+        self.actions = ActionManager(s, robot.action_scale)
         self.command = CommandManager(
             self.library, s, robot.root_body, cfg.sampling, cfg.reset, self.dt
         )
         self.rewards = RewardManager(cfg.rewards, s, self.dt)
         self.terminations = TerminationManager(cfg.terminations, s)
-        model_bodies = body_ids(self.model, robot.body_names).tolist()
-        ctx = EventContext(
-            s,
-            self.backend,
-            dict(zip(robot.body_names, model_bodies, strict=True)),
-            robot.foot_geom_ids(self.model),
-        )
+        ctx = EventContext.for_robot(s, self.backend, robot, self.model)
         self.events = EventManager(cfg.events, ctx, self.dt)
         self.observations = ObservationManager(cfg.observation_groups(), s, cfg.obs_noise)
 
-        self._action_scale = robot.action_scale.astype(np.float32)
-        self._targets = np.zeros((n, j), np.float32)
         self.episode_length = np.zeros(n, np.int32)
         self._needs_reset = np.zeros(n, bool)
         self.nonfinite_count = 0
@@ -175,13 +153,10 @@ class TrackingVecEnv(VectorEnv):
         self.phase_s = dict.fromkeys(PHASES, 0.0)
         self._rng = np.random.default_rng(seed)
 
-        box = lambda d: gym.spaces.Box(-np.inf, np.inf, (d,), np.float32)  # noqa: E731
-        dims = {g: b.shape[1] for g, b in self.observations.buffers.items()}
-        if obs_mode == "dict":
-            self.single_observation_space = gym.spaces.Dict({g: box(d) for g, d in dims.items()})
-        else:
-            self.single_observation_space = box(dims["policy"])
-        self.single_action_space = gym.spaces.Box(-ACTION_BOUND, ACTION_BOUND, (j,), np.float32)
+        self.single_observation_space = self.observations.space(obs_mode)
+        self.single_action_space = gym.spaces.Box(
+            -ACTION_BOUND, ACTION_BOUND, (robot.num_joints,), np.float32
+        )
         self.observation_space = gym.vector.utils.batch_space(self.single_observation_space, n)
         self.action_space = gym.vector.utils.batch_space(self.single_action_space, n)
 
@@ -235,26 +210,13 @@ class TrackingVecEnv(VectorEnv):
             raise RuntimeError("TrackingVecEnv: call reset() before step()")
         s, n, mode = self.state, self.num_envs, self.autoreset_mode
         t = perf_counter()
-        actions = np.asarray(actions)
-        if actions.shape != (want := self.action_space.shape):
-            raise ValueError(f"actions must have shape {want}, got {actions.shape}")
-        if not np.isfinite(actions).all():
-            bad = np.flatnonzero(~np.isfinite(actions).all(axis=1))
-            raise ValueError(f"actions of envs {bad[:10].tolist()} are not finite")
-        np.copyto(s.last_action, s.action)
-        np.copyto(s.action, actions, casting="same_kind")
         # NEXT_STEP: rows that ended last step are reset now; this step is not theirs.
         autoreset = self._needs_reset.copy() if mode is AutoresetMode.NEXT_STEP else None
-        if autoreset is not None:
-            s.action[autoreset] = 0.0
-            s.last_action[autoreset] = 0.0
 
         # 1-2: actions -> physics -> fresh state
-        np.multiply(s.action, self._action_scale, out=self._targets)
-        self._targets += s.default_joint_pos
-        self._targets -= s.encoder_bias
+        targets = self.actions.process(actions, autoreset)
         t = self._lap("action", t)
-        self.backend.step(self._targets)
+        self.backend.step(targets)
         t = self._lap("physics", t)
         nonfinite = self.backend.nonfinite.copy()
         if nonfinite.any():
@@ -381,20 +343,6 @@ class TrackingVecEnv(VectorEnv):
         """Sample a motion frame for rows `ids` and write the robot there (RSI)."""
         qpos, qvel = self.command.sample_states(ids, self._rng)
         self.backend.write_state(ids, qpos, qvel)
-
-
-def _motion_library(motion, robot, fps: float) -> MotionLibrary:
-    """The env's `MotionLibrary` from the `motion` argument, checked against `robot`."""
-    if isinstance(motion, MotionLibrary):
-        if tuple(motion.joint_names) != robot.joint_names:
-            raise ValueError(
-                f"the motion library's joints {list(motion.joint_names)} are not those of robot "
-                f"{robot.name!r} {list(robot.joint_names)}"
-            )
-        return motion
-    if motion is None:
-        from gym_motion.motion import DEFAULT_MOTION_PATH as motion
-    return MotionLibrary.from_paths(motion, fps=fps, robot=robot)
 
 
 def _autoreset_mode(mode: AutoresetMode | str) -> AutoresetMode:

@@ -64,6 +64,12 @@ class EventContext:
     body_ids: dict[str, int]
     foot_geom_ids: np.ndarray
 
+    @classmethod
+    def for_robot(cls, state: MDPState, backend: Any, robot: Any, model: Any) -> EventContext:
+        """The context of `robot` (a `RobotSpec`) on its compiled `model`."""
+        ids = {name: model.body(name).id for name in robot.body_names}
+        return cls(state, backend, ids, robot.foot_geom_ids(model))
+
 
 # ------------------------------------------------------------------ terms
 def body_com_offset(

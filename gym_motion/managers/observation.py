@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import gymnasium as gym
 import numpy as np
 
 from gym_motion.kernels import observations as k
@@ -131,3 +132,14 @@ class ObservationManager:
                 rng.random(dtype=np.float32, out=unit)
                 k.add_uniform_noise(buf[:, sl], unit, scale)
         return self.buffers
+
+    def space(self, obs_mode: str) -> gym.spaces.Space:
+        """The single-env observation space: ``Box(D_policy,)`` float32 for "policy", a Dict of
+        every group's Box for "dict"."""
+
+        def box(buf: np.ndarray) -> gym.spaces.Box:
+            return gym.spaces.Box(-np.inf, np.inf, (buf.shape[1],), np.float32)
+
+        if obs_mode == "dict":
+            return gym.spaces.Dict({g: box(b) for g, b in self.buffers.items()})
+        return box(self.buffers["policy"])

@@ -52,6 +52,21 @@ class MDPState:
         self.encoder_bias = np.zeros((n, j), np.float32)
         self.self_contact_substeps = np.zeros(n, np.int32)
 
+    @classmethod
+    def for_robot(cls, robot, model, num_envs: int) -> MDPState:
+        """Zeroed state of `num_envs` envs of `robot` (a `RobotSpec`) on its compiled `model`
+        (soft joint limits come from the model's joint ranges)."""
+        bodies, j = robot.tracked_bodies, robot.num_joints
+        return cls(
+            body_names=bodies,
+            anchor=bodies.index(robot.anchor_body),
+            root=bodies.index(robot.root_body),
+            robot=BodyState.zeros(num_envs, len(bodies), j),
+            ref=BodyState.zeros(num_envs, len(bodies), j),
+            default_joint_pos=robot.default_joint_pos.astype(np.float32),
+            soft_joint_limits=robot.soft_joint_limits(model).astype(np.float32),
+        )
+
     @property
     def num_envs(self) -> int:
         return self.robot.pos_w.shape[0]

@@ -114,6 +114,36 @@ class MotionLibrary:
         names = body_names if body_names is not None else robot.body_names
         return cls(clips, body_names=names, names=[f.stem for f in files])
 
+    @classmethod
+    def load(
+        cls,
+        motion: str | os.PathLike | Sequence[str | os.PathLike] | MotionLibrary | None,
+        robot: RobotSpec,
+        fps: float,
+    ) -> MotionLibrary:
+        """The library an env at ``fps`` tracks on `robot`: clip path(s) or a folder (loaded and
+        validated against the robot's model by `from_paths`), None (the embedded default
+        motion), or a library (checked).
+
+        Raises:
+            ValueError: a library whose joints are not the robot's, or whose rate is not ``fps``.
+        """
+        if isinstance(motion, MotionLibrary):
+            if tuple(motion.joint_names) != robot.joint_names:
+                raise ValueError(
+                    f"the motion library's joints {list(motion.joint_names)} are not those of "
+                    f"robot {robot.name!r} {list(robot.joint_names)}"
+                )
+            if abs(motion.fps - fps) > 1e-9 * fps:
+                raise ValueError(
+                    f"the motion library is at {motion.fps} fps but the env steps at {fps} Hz; "
+                    f"build it with MotionLibrary.from_paths(..., fps={fps})"
+                )
+            return motion
+        if motion is None:
+            from gym_motion.motion.default import DEFAULT_MOTION_PATH as motion
+        return cls.from_paths(motion, fps=fps, robot=robot)
+
     @property
     def num_clips(self) -> int:
         """Number of clips C."""

@@ -1,0 +1,52 @@
+"""The action manager: policy actions -> joint position targets (docs/task.md section 6).
+
+``target = default_joint_pos + action_scale * action - encoder_bias`` per env and joint, rad;
+the encoder bias is subtracted because the robot believes its joints sit at the biased reading.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gym_motion.managers.state import MDPState
+
+
+class ActionManager:
+    """Checks actions, keeps the action history in the MDP state, computes position targets.
+
+    Args:
+        state: the shared MDP state (`action`, `last_action`, `encoder_bias` are used).
+        action_scale: (J,) rad per unit action.
+
+    Attributes:
+        targets: (N, J) float32, joint position targets of the last `process`, rad.
+    """
+
+    def __init__(self, state: MDPState, action_scale: np.ndarray):
+        self._state = state
+        self._scale = np.asarray(action_scale, np.float32)
+        self.targets = np.zeros(state.action.shape, np.float32)
+
+    def process(self, actions: np.ndarray, held: np.ndarray | None = None) -> np.ndarray:
+        """Take (N, J) actions: last_action <- action <- actions, rows `held` (N,) bool get zero
+        action and history (their step is not their own); returns `targets` (owned buffer).
+
+        Raises:
+            ValueError: wrong shape, or non-finite values (the offending rows are named).
+        """
+        s = self._state
+        actions = np.asarray(actions)
+        if actions.shape != s.action.shape:
+            raise ValueError(f"actions must have shape {s.action.shape}, got {actions.shape}")
+        if not np.isfinite(actions).all():
+            bad = np.flatnonzero(~np.isfinite(actions).all(axis=1))
+            raise ValueError(f"actions of envs {bad[:10].tolist()} are not finite")
+        np.copyto(s.last_action, s.action)
+        np.copyto(s.action, actions, casting="same_kind")
+        if held is not None:
+            s.action[held] = 0.0
+            s.last_action[held] = 0.0
+        np.multiply(s.action, self._scale, out=self.targets)
+        self.targets += s.default_joint_pos
+        self.targets -= s.encoder_bias
+        return self.targets
