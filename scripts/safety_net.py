@@ -20,7 +20,8 @@ import numpy as np
 
 from gym_motion.envs import TrackingEnvCfg, TrackingVecEnv, eval_cfg
 
-CLIP = Path(__file__).resolve().parents[2] / "shared" / "motions" / "unitree_gangnam_style_50fps.npz"
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+CLIP = SHARED / "motions" / "unitree_gangnam_style_50fps.npz"
 
 
 def rollout(cfg, steps: int = 300, num_envs: int = 8) -> dict[str, np.ndarray]:

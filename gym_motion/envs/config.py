@@ -1,4 +1,4 @@
-"""Typed configuration of the G1 tracking task; defaults equal TASK_SPEC.
+"""Typed configuration of the G1 tracking task; defaults equal docs/task.md.
 
 Every task number lives here. To change the task, ``dataclasses.replace`` the config, e.g.
 drop a reward term or reweight one::
@@ -27,7 +27,7 @@ from gym_motion.robots.spec import RobotSpec
 
 @dataclass(frozen=True)
 class SimCfg:
-    """Physics timing (TASK_SPEC section 1).
+    """Physics timing (docs/task.md section 1).
 
     Attributes:
         physics_dt: substep, s. decimation: substeps per control step.
@@ -115,7 +115,7 @@ class BackendCfg:
 
 @dataclass(frozen=True)
 class ResetCfg:
-    """Reference state initialisation noise (TASK_SPEC section 9), (low, high) per axis.
+    """Reference state initialisation noise (docs/task.md section 9), (low, high) per axis.
 
     Attributes:
         pose_range: x, y, z (m), roll, pitch, yaw (rad), world frame.
@@ -137,7 +137,7 @@ NO_RESET_NOISE = ResetCfg(((0.0, 0.0),) * 6, ((0.0, 0.0),) * 6, (0.0, 0.0))
 
 @dataclass(frozen=True)
 class SamplingCfg:
-    """Where episodes start in the motion (TASK_SPEC section 10).
+    """Where episodes start in the motion (docs/task.md section 10).
 
     Attributes:
         mode: "adaptive" (failure-weighted bins), "uniform" or "start" (frame 0, for eval).
@@ -153,7 +153,7 @@ class SamplingCfg:
 
 
 def default_rewards() -> dict[str, RewardTermCfg]:
-    """The nine BeyondMimic reward terms of TASK_SPEC section 7."""
+    """The nine BeyondMimic reward terms of docs/task.md section 7."""
     return {
         "anchor_pos": RewardTermCfg(reward.anchor_pos, 0.5, {"std": 0.3}),
         "anchor_ori": RewardTermCfg(reward.anchor_ori, 0.5, {"std": 0.4}),
@@ -168,7 +168,7 @@ def default_rewards() -> dict[str, RewardTermCfg]:
 
 
 def default_terminations(robot: RobotSpec = G1) -> dict[str, TerminationTermCfg]:
-    """The three tracking-failure terminations of TASK_SPEC section 8."""
+    """The three tracking-failure terminations of docs/task.md section 8."""
     return {
         "anchor_height": TerminationTermCfg(termination.anchor_height, {"threshold": 0.25}),
         "anchor_gravity": TerminationTermCfg(termination.anchor_gravity, {"threshold": 0.8}),
@@ -179,7 +179,7 @@ def default_terminations(robot: RobotSpec = G1) -> dict[str, TerminationTermCfg]
 
 
 def default_events(robot: RobotSpec = G1) -> dict[str, EventTermCfg]:
-    """Domain randomisation and pushes of TASK_SPEC section 11 (run in this order)."""
+    """Domain randomisation and pushes of docs/task.md section 11 (run in this order)."""
     return {
         "torso_com": EventTermCfg(
             events.body_com_offset,
@@ -203,7 +203,7 @@ def default_events(robot: RobotSpec = G1) -> dict[str, EventTermCfg]:
 
 
 def policy_terms(state_estimation: bool = True, robot: RobotSpec = G1) -> dict[str, ObsTermCfg]:
-    """Actor observation (160 values; 154 without state estimation), TASK_SPEC section 5."""
+    """Actor observation (160 values; 154 without state estimation), docs/task.md section 5."""
     j = robot.num_joints
     terms = {
         "command": ObsTermCfg(obs.command, 2 * j),
@@ -221,7 +221,7 @@ def policy_terms(state_estimation: bool = True, robot: RobotSpec = G1) -> dict[s
 
 
 def critic_terms(robot: RobotSpec = G1) -> dict[str, ObsTermCfg]:
-    """Critic observation (286 values, no noise), TASK_SPEC section 5."""
+    """Critic observation (286 values, no noise), docs/task.md section 5."""
     j, b = robot.num_joints, len(robot.tracked_bodies)
     return {
         "command": ObsTermCfg(obs.command, 2 * j),
@@ -240,7 +240,7 @@ def critic_terms(robot: RobotSpec = G1) -> dict[str, ObsTermCfg]:
 @dataclass(frozen=True)
 class TrackingEnvCfg:
     """The whole task, its robot and its backend; a run's ``config.json`` rebuilds it
-    (`to_json`, `from_json`). Defaults are the BeyondMimic G1 task of TASK_SPEC.
+    (`to_json`, `from_json`). Defaults are the BeyondMimic G1 task of docs/task.md.
 
     Terms that name bodies name the robot's; for another robot build the task with
     `TrackingEnvCfg.for_robot`.

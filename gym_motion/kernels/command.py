@@ -1,4 +1,4 @@
-"""Re-anchoring of the reference motion onto the robot (TASK_SPEC section 4)."""
+"""Re-anchoring of the reference motion onto the robot (docs/task.md section 4)."""
 
 from __future__ import annotations
 

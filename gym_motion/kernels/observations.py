@@ -1,4 +1,4 @@
-"""Observation kernels (TASK_SPEC section 5): quantities expressed in a body frame.
+"""Observation kernels (docs/task.md section 5): quantities expressed in a body frame.
 
 Outputs are 2-D (N, D) float32 views into the observation buffer (column slices are fine).
 """

@@ -1,4 +1,4 @@
-"""Reference state initialisation (RSI, TASK_SPEC section 9) of reset rows."""
+"""Reference state initialisation (RSI, docs/task.md section 9) of reset rows."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Reward kernels (TASK_SPEC section 7). Each writes one value per env into ``out`` (N,) float32.
+"""Reward kernels (docs/task.md section 7). Each writes one value per env into ``out`` (N,) float32.
 
 Tracking terms are Gaussian kernels ``exp(-err^2 / std^2)`` of the BeyondMimic task
 (Liao et al., 2025, "BeyondMimic", Table I). Body terms average the squared error over the

@@ -1,4 +1,4 @@
-"""Termination kernels (TASK_SPEC section 8). Each writes ``out`` (N,) bool."""
+"""Termination kernels (docs/task.md section 8). Each writes ``out`` (N,) bool."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Observation terms (TASK_SPEC section 5) and the manager that concatenates them.
+"""Observation terms (docs/task.md section 5) and the manager that concatenates them.
 
 A term is ``ObsTermCfg(func, dim, noise)``; ``func(state, out)`` writes an (N, dim) float32 view
 of the group buffer. Frames: "anchor frame" is the robot's anchor body frame, "base frame" the

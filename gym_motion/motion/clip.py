@@ -1,7 +1,7 @@
 """Motion clips: the in-memory format, validated npz loading and atomic saving.
 
 A clip is a reference trajectory of the robot sampled at ``fps`` frames per second: joint
-positions and velocities plus world-frame poses and velocities of named bodies (TASK_SPEC section
+positions and velocities plus world-frame poses and velocities of named bodies (docs/task.md section
 3). Files are npz archives with the arrays below plus ``joint_names``, ``body_names``,
 ``format_version`` and ``source_fps``. Legacy files (mjlab/BeyondMimic converters) have no names;
 they load when their body count identifies the layout (see ``load_clip``).

@@ -1,7 +1,7 @@
 """Convert retargeted motion CSVs (LAFAN1 G1 convention) into motion clips.
 
 A CSV has no header and one row per frame: root position xyz (m, world, z up) | root orientation
-quaternion **xyzw** | the robot's joint angles (rad) in joint order (TASK_SPEC section 3).
+quaternion **xyzw** | the robot's joint angles (rad) in joint order (docs/task.md section 3).
 
 Conversion (``convert_csv``):
 

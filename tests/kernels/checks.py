@@ -9,7 +9,7 @@ from . import oracle as o
 # Agreement expected between a float32 kernel and the float64 oracle: a few float32 ulps.
 F32 = {"rtol": 2e-6, "atol": 2e-7}
 SIZES = (1, 7, 257)
-N_BODIES = 14  # TASK_SPEC section 4: 14 tracked bodies
+N_BODIES = 14  # docs/task.md section 4: 14 tracked bodies
 ANCHOR = 7  # torso_link
 ROOT = 0  # pelvis
 SUBSET = np.array([1, 3, 4, 9, 13], np.int64)  # proper, non-contiguous body subset

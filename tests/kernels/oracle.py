@@ -1,6 +1,6 @@
 """Independent float64 NumPy oracle for the Numba kernels (tests only).
 
-Written from the formulas of TASK_SPEC (sections 4, 5, 7, 8, 9) and the kernel docstrings,
+Written from the formulas of docs/task.md (sections 4, 5, 7, 8, 9) and the kernel docstrings,
 deliberately NOT from the kernel code: rotations go through explicit rotation matrices
 (R = (w^2 - u.u) I + 2 u u^T + 2 w [u]x), quaternion products through the 4x4 left-product
 matrix, angles through the axis-angle of R_a^T R_b (atan2 of sine and cosine, well conditioned

@@ -1,4 +1,4 @@
-"""Re-anchoring and gathering kernels (TASK_SPEC section 4) against the float64 oracle."""
+"""Re-anchoring and gathering kernels (docs/task.md section 4) against the float64 oracle."""
 
 from __future__ import annotations
 

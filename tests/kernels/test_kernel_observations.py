@@ -1,4 +1,4 @@
-"""Observation kernels (TASK_SPEC section 5) against the float64 oracle, written into column
+"""Observation kernels (docs/task.md section 5) against the float64 oracle, written into column
 slices of a wider buffer as the observation manager does."""
 
 from __future__ import annotations

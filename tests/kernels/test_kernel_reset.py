@@ -1,4 +1,4 @@
-"""rsi_state (reference state initialisation, TASK_SPEC section 9) against the float64 oracle."""
+"""rsi_state (reference state initialisation, docs/task.md section 9) against the float64 oracle."""
 
 from __future__ import annotations
 

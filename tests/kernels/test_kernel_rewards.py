@@ -1,4 +1,4 @@
-"""Reward kernels (TASK_SPEC section 7) against the float64 oracle."""
+"""Reward kernels (docs/task.md section 7) against the float64 oracle."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Termination kernels (TASK_SPEC section 8) against the float64 oracle."""
+"""Termination kernels (docs/task.md section 8) against the float64 oracle."""
 
 from __future__ import annotations
 

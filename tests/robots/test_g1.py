@@ -1,4 +1,4 @@
-"""The project's G1 model equals the reference G1 (TASK_SPEC section 2) and carries the task's
+"""The project's G1 model equals the reference G1 (docs/task.md section 2) and carries the task's
 actuators, options, keyframe and self-contact sensor."""
 
 from __future__ import annotations
@@ -164,7 +164,7 @@ def test_sites_equal_reference(model: mujoco.MjModel, reference):
 
 # --- actuators, options, keyframe ---------------------------------------------------------------
 
-# TASK_SPEC section 2 table: group -> (armature, kp, kd, effort, scale).
+# docs/task.md section 2 table: group -> (armature, kp, kd, effort, scale).
 SPEC_TABLE = {
     "5020": (0.003610, 14.251, 0.9072, 25.0, 0.43858),
     "7520-14": (0.010178, 40.179, 2.5579, 88.0, 0.54755),
@@ -200,7 +200,7 @@ def spec_column(column: int) -> np.ndarray:
     return np.array([SPEC_TABLE[SPEC_GROUP[p]][column] for p in parts])
 
 
-def test_motor_constants_match_task_spec_table():
+def test_motor_constants_match_the_task_table():
     np.testing.assert_allclose(g1.ARMATURE, spec_column(0), rtol=1e-3)
     np.testing.assert_allclose(g1.KP, spec_column(1), rtol=1e-3)
     np.testing.assert_allclose(g1.KD, spec_column(2), rtol=1e-3)
@@ -226,7 +226,7 @@ def test_model_carries_actuators_in_joint_order(model: mujoco.MjModel):
     np.testing.assert_array_equal(model.dof_armature[:6], 0.0)
 
 
-def test_options_match_task_spec(model: mujoco.MjModel):
+def test_options_match_the_task(model: mujoco.MjModel):
     assert model.opt.timestep == 0.005
     assert model.opt.integrator == mujoco.mjtIntegrator.mjINT_IMPLICITFAST
     assert model.opt.solver == mujoco.mjtSolver.mjSOL_NEWTON
