@@ -25,8 +25,9 @@ from gym_motion.motion.library import MotionLibrary
 from gym_motion.robots.spec import body_ids
 
 # Actions are declared in [-ACTION_BOUND, ACTION_BOUND] (RL libraries such as SB3 need a bounded
-# Box): at the G1's action scale (0.07 .. 0.55 rad per unit) that reaches past every joint
-# range, so the bound only rules out values no policy needs. Actions are not clipped.
+# Box). The env does not clip them, but libraries that clip to the space do: at the G1's action
+# scale (0.07 .. 0.55 rad per unit) the bound reaches past every joint range except wrist pitch
+# and yaw (+/- 0.745 rad around the default pose, of +/- 1.61 rad).
 ACTION_BOUND = 10.0
 PHASES = ("action", "physics", "copy", "command", "termination", "reward", "reset", "observation")
 

@@ -1,6 +1,5 @@
-"""Where envs start in the motion library: adaptive, uniform or start sampling.
-
-The task's sampling is docs/task.md section 10.
+"""Where envs start in the motion library: adaptive, uniform or start sampling (docs/task.md
+section 10).
 
 Every clip is cut into ``floor(T / bin_frames) + 1`` equal bins (``bin_frames`` = frames per
 second of motion, so about one bin per second). Adaptive sampling keeps an exponential moving
