@@ -20,6 +20,7 @@ from gym_motion.robots import g1
 N = 3
 DEC = 4
 THRESHOLD = 10.0  # N, self-contact normal force
+NJ = len(g1.JOINT_NAMES)
 FIELDS = ("pos_w", "quat_w", "lin_vel_w", "ang_vel_w", "joint_pos", "joint_vel")
 # backend-specific keywords of the contract runs (small, deterministic, CPU only)
 KWARGS = {"mujoco": {"num_threads": 1}, "mjwarp": {"device": "cpu"}}
@@ -164,7 +165,7 @@ def test_step_fills_body_state_of_declared_shapes_and_dtypes(make, ids):
     backend = make()
     rng = np.random.default_rng(0)
     for _ in range(2):
-        backend.step(default_targets() + rng.uniform(-0.2, 0.2, (N, g1.NUM_JOINTS)))
+        backend.step(default_targets() + rng.uniform(-0.2, 0.2, (N, NJ)))
     state = read(backend)
     b, j = len(ids[0]), len(ids[1])
     shapes = {"pos_w": (N, b, 3), "quat_w": (N, b, 4), "lin_vel_w": (N, b, 3)}
@@ -176,8 +177,8 @@ def test_step_fills_body_state_of_declared_shapes_and_dtypes(make, ids):
     np.testing.assert_allclose(np.linalg.norm(state.quat_w, axis=-1), 1.0, atol=1e-6)
     assert np.abs(state.lin_vel_w).max() > 1e-3  # the robot moved
     assert not backend.nonfinite.any()
-    with pytest.raises(ValueError, match=rf"\({N}, {g1.NUM_JOINTS}\)"):
-        backend.step(np.zeros((N + 1, g1.NUM_JOINTS)))
+    with pytest.raises(ValueError, match=rf"\({N}, {NJ}\)"):
+        backend.step(np.zeros((N + 1, NJ)))
 
 
 def test_write_state_round_trip_matches_mujoco_kinematics(make, model, ids):
@@ -202,7 +203,7 @@ def test_writes_and_reads_are_row_scoped(make, model):
     backend = make()
     rng = np.random.default_rng(2)
     for _ in range(3):
-        backend.step(default_targets() + rng.uniform(-0.3, 0.3, (N, g1.NUM_JOINTS)))
+        backend.step(default_targets() + rng.uniform(-0.3, 0.3, (N, NJ)))
     before = read(backend)
     qpos, qvel = random_states(model, rng, 1)
     backend.write_state(np.array([1]), qpos, qvel)
@@ -283,12 +284,28 @@ def test_equal_inputs_give_bitwise_equal_states(make, model):
     for backend in (a, b):
         backend.write_state(np.arange(N), qpos, qvel)
     for _ in range(4):
-        t = default_targets() + rng.uniform(-0.5, 0.5, (N, g1.NUM_JOINTS))
+        t = default_targets() + rng.uniform(-0.5, 0.5, (N, NJ))
         a.step(t)
         b.step(t)
         assert_rows_equal(read(a), read(b), slice(None))
         np.testing.assert_array_equal(a.self_contact_substeps, b.self_contact_substeps)
         np.testing.assert_array_equal(a.nonfinite, b.nonfinite)
+
+
+def test_joint_ids_in_any_order_drive_their_own_joints(make, ids):
+    """Joint ids reversed (so actuators no longer in joint order), targets reversed: the same
+    physics bitwise, joint state reversed."""
+    a, b = make(), make(joint_ids=ids[1][::-1])
+    rng = np.random.default_rng(8)
+    for _ in range(3):
+        t = default_targets() + rng.uniform(-0.4, 0.4, (N, NJ))
+        a.step(t)
+        b.step(t[:, ::-1])
+    sa, sb = read(a), read(b)
+    for f in ("pos_w", "quat_w", "lin_vel_w", "ang_vel_w"):
+        np.testing.assert_array_equal(getattr(sa, f), getattr(sb, f), err_msg=f)
+    np.testing.assert_array_equal(sa.joint_pos, sb.joint_pos[:, ::-1])
+    np.testing.assert_array_equal(sa.joint_vel, sb.joint_vel[:, ::-1])
 
 
 def test_model_fields_are_set_per_row_and_nominal_stays(make, model):
@@ -332,7 +349,7 @@ def test_model_fields_are_set_per_row_and_nominal_stays(make, model):
     for b in (backend, plain):
         b.write_state(np.arange(N), qpos, qvel)
     for _ in range(4):
-        t = default_targets() + rng.uniform(-0.3, 0.3, (N, g1.NUM_JOINTS))
+        t = default_targets() + rng.uniform(-0.3, 0.3, (N, NJ))
         backend.step(t)
         plain.step(t)
     got, ref = read(backend), read(plain)
@@ -396,5 +413,8 @@ def test_close_is_idempotent_and_final(make):
     backend.close()
     with pytest.raises(RuntimeError, match="closed"):
         backend.step(default_targets())
-    with pytest.raises(ValueError, match="'mujoco'"):
-        make_backend("bullet", None, 1, np.zeros(0, int), np.zeros(0, int))
+
+
+def test_unknown_backend_name_lists_the_valid_ones(model, ids):
+    with pytest.raises(ValueError, match="'mujoco', 'mjwarp'"):
+        make_backend("bullet", model, 1, *ids)

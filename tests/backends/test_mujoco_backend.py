@@ -150,22 +150,6 @@ def test_add_root_velocity_is_float64_and_keeps_the_warm_start(model):
         np.testing.assert_allclose(b.qvel[r, 3:6], qvel0[r, 3:6] + local, rtol=0, atol=1e-14)
 
 
-def test_any_actuator_order_drives_the_given_joints(model):
-    """Joint ids in reversed order with reversed targets: bitwise the same physics."""
-    n = 2
-    rng = np.random.default_rng(6)
-    bodies, joints = _ids(model)
-    a = MujocoBackend(model, n, bodies, joints, decimation=DEC)
-    b = MujocoBackend(model, n, bodies, joints[::-1], decimation=DEC)
-    for _ in range(3):
-        t = _targets(rng, n)
-        a.step(t)
-        b.step(t[:, ::-1])
-    np.testing.assert_array_equal(a.qpos, b.qpos)
-    sa, sb = _state(a), _state(b)
-    np.testing.assert_array_equal(sa.joint_pos, sb.joint_pos[:, ::-1])
-
-
 @pytest.mark.parametrize("threads", [1, 2])
 def test_determinism_across_thread_counts(model, threads):
     n = 6
