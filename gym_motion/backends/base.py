@@ -122,8 +122,8 @@ class SimBackend(Protocol):
         `copy_body_state_w` sees the new velocities. Other rows are untouched.
 
         Raises:
-            ValueError: the model has no free joint or several; ids outside [0, N); kicks not
-                of shape (M, 3) or not finite.
+            ValueError: the model has no free joint or several; ids outside [0, N) or
+                repeated; kicks not of shape (M, 3) or not finite.
         """
         ...
 

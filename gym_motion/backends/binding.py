@@ -49,12 +49,13 @@ _FREE = int(mujoco.mjtJoint.mjJNT_FREE)
 _HINGE, _SLIDE = int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)
 
 
-def resolve_env_ids(env_ids: np.ndarray, num_envs: int) -> np.ndarray:
+def resolve_env_ids(env_ids: np.ndarray, num_envs: int, unique: bool = False) -> np.ndarray:
     """Row indices (M,) int64 from env ids (any int dtype and shape, flattened) or a (N,) bool
     mask, N = `num_envs`.
 
     Raises:
-        ValueError: a bool mask of another shape, or ids outside [0, N).
+        ValueError: a bool mask of another shape, ids outside [0, N), or (with `unique`) an id
+            given twice.
     """
     ids = np.asarray(env_ids)
     if ids.dtype == bool:
@@ -64,6 +65,8 @@ def resolve_env_ids(env_ids: np.ndarray, num_envs: int) -> np.ndarray:
     ids = ids.astype(np.int64, copy=False).reshape(-1)
     if ids.size and (ids.min() < 0 or ids.max() >= num_envs):
         raise ValueError(f"env_ids must be in [0, {num_envs})")
+    if unique and np.unique(ids).size != ids.size:
+        raise ValueError(f"env_ids must not repeat, got {ids.tolist()}")
     return ids
 
 

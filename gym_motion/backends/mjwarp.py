@@ -474,11 +474,12 @@ class MjWarpBackend:
         `write_state`.
 
         Raises:
-            ValueError: no or several free joints, ids outside [0, N), kicks not (M, 3) finite.
+            ValueError: no or several free joints, ids outside [0, N) or repeated, kicks not
+                (M, 3) or not finite.
         """
         self._check_open()
         qadr, dadr = self._bound.require_free_joint()
-        ids = resolve_env_ids(env_ids, self.num_envs)
+        ids = resolve_env_ids(env_ids, self.num_envs, unique=True)
         lin, ang = root_velocity_kicks(lin_vel_w, ang_vel_w, ids.size)
         if ids.size == 0:
             return

@@ -548,11 +548,12 @@ class MujocoBackend:
         Everything else (qpos, other velocities, warm start, activations, `nonfinite`) is kept.
 
         Raises:
-            ValueError: no or several free joints, ids outside [0, N), kicks not (M, 3) finite.
+            ValueError: no or several free joints, ids outside [0, N) or repeated, kicks not
+                (M, 3) or not finite.
         """
         self._check_open()
         qadr, dadr = self._bound.require_free_joint()
-        ids = resolve_env_ids(env_ids, self.num_envs)
+        ids = resolve_env_ids(env_ids, self.num_envs, unique=True)
         lin, ang = root_velocity_kicks(lin_vel_w, ang_vel_w, ids.size)
         quat = self._qpos[ids, qadr + 3 : qadr + 7]
         self._qvel[ids, dadr : dadr + 3] += lin

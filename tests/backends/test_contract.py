@@ -403,6 +403,8 @@ def test_add_root_velocity_kicks_the_root_in_the_world_frame(make, model, ids):
 
     with pytest.raises(ValueError, match=r"\(2, 3\)"):
         backend.add_root_velocity(rows, lin[:1], ang)
+    with pytest.raises(ValueError, match="must not repeat"):
+        backend.add_root_velocity(np.array([0, 0]), lin, ang)
     backend.step(default_targets())  # still steps
     assert not backend.nonfinite.any()
 
