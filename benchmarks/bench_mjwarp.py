@@ -43,6 +43,7 @@ def bench(
     from gym_motion.backends.base import BodyState
     from gym_motion.backends.mjwarp import MjWarpBackend
     from gym_motion.robots import g1
+    from gym_motion.robots.spec import body_ids
 
     model = g1.load_model()
     data = mujoco.MjData(model)
@@ -54,9 +55,11 @@ def bench(
     out = BodyState.zeros(n, len(g1.TRACKED_BODIES), g1.NUM_JOINTS)
 
     t0 = time.perf_counter()
+    robot = g1.G1
     be = MjWarpBackend(
-        model, n, g1.TRACKED_BODIES, g1.JOINT_NAMES, device=device, nconmax=nconmax, njmax=njmax
-    )
+        model, n, body_ids(model, robot.tracked_bodies), robot.joint_ids(model),
+        device=device, nconmax=nconmax, njmax=njmax,
+    )  # fmt: skip
     r = {"construct": time.perf_counter() - t0}
     t0 = time.perf_counter()
     be.step(target)

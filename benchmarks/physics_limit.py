@@ -40,7 +40,7 @@ def backend_steps_per_s(backend, seconds: float, reset_every: int = 50) -> float
     ids = np.arange(n)
     qpos, qvel = np.tile(data.qpos, (n, 1)), np.tile(data.qvel, (n, 1))
     target = np.tile(data.ctrl, (n, 1))
-    out = BodyState.zeros(n, len(backend.body_names), model.nu)
+    out = BodyState.zeros(n, len(backend.body_ids), model.nu)
     backend.step(target)
     backend.copy_body_state_w(out)
     backend.write_state(ids, qpos, qvel)
@@ -59,6 +59,7 @@ def backend_steps_per_s(backend, seconds: float, reset_every: int = 50) -> float
 def main(argv: list[str] | None = None) -> None:
     from gym_motion.backends import make_backend
     from gym_motion.robots import g1
+    from gym_motion.robots.spec import body_ids
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--num-envs", type=int, nargs="+", default=[1024, 4096])
@@ -73,7 +74,7 @@ def main(argv: list[str] | None = None) -> None:
     window = args.seconds / args.rounds
     for n in args.num_envs:
         backend = make_backend(
-            "mujoco", model, n, g1.TRACKED_BODIES, g1.JOINT_NAMES,
+            "mujoco", model, n, body_ids(model, g1.G1.tracked_bodies), g1.G1.joint_ids(model),
             decimation=args.decimation, num_threads=threads,
         )  # fmt: skip
         # interleaved windows, so that both see the same machine load (medians reported)
