@@ -1,29 +1,12 @@
 """Official MuJoCo on CPU threads: `MujocoBackend`, N envs of one model in a `mujoco.batch.Batch`.
 
-Design (chosen by measurement: G1 29-DoF from the reference MJCF, decimation 4, N = 1024, 2
-threads on a 2-core machine shared with other jobs, default targets from the keyframe, robots
-standing then falling; env-steps/s, best of 3-4 interleaved repeats of 40-50 steps):
-
-=====================================================  ==========
-option                                                   N = 1024
-=====================================================  ==========
-physics-only limit: ``mujoco.rollout.Rollout``          8700-9000
-(a) ``mujoco.rollout`` (state carried across calls)     8700-9000*
-(b) Python thread pool, one MjData per env
-    (``mj_step2``/``mj_step1`` pairs, GIL released)        7500
-(c) ``mujoco.batch.Batch``, 1 call, ``stage=VEL``          8300
-(c) ``Batch``, 4 calls of 1 substep (per-substep flags)    6100
-(c) ``Batch.rollout(4)`` + ``forward(stage=VEL)``          7200-8000
-(c) ``Batch.rollout(4)`` (+ Numba FK, ~0.7 ms)             9000-9500
-=====================================================  ==========
-
-(* no warm start carried across calls, so not the same trajectories as ``mj_step``.)
-The chosen path is the last row: one ``Batch.rollout(decimation)`` call per control step (the
-batch's native threads, GIL released, state rows hold qpos, qvel, ctrl and the solver warm start,
-bit-identical to ``mj_step`` on one MjData per env at any thread count), recording the
-``self_contact`` sensor after every substep; body poses and velocities are then computed from the
-fresh qpos/qvel by a Numba forward-kinematics kernel (MuJoCo's own derived fields lag one substep
-behind the state after ``mj_step``, and recomputing them in MuJoCo costs ~10 % of the physics).
+One ``Batch.rollout(decimation)`` call per control step: the batch's native threads (GIL
+released; state rows hold qpos, qvel, ctrl and the solver warm start, bit-identical to ``mj_step``
+on one MjData per env at any thread count) record the ``self_contact`` sensor after every
+substep; body poses and velocities are then computed from the fresh qpos/qvel by a Numba
+forward-kinematics kernel (MuJoCo's own derived fields lag one substep behind the state after
+``mj_step``, and recomputing them in MuJoCo costs ~10 % of the physics). The alternatives
+measured against this design are in docs/measurements.md.
 
 Per-env model fields for domain randomisation (`MujocoBackend.set_model_field`) use
 ``Batch.expand`` (lazily, on a field's first use): e.g. a (N, ngeom, 3) ``geom_friction`` table
