@@ -16,9 +16,14 @@ import argparse
 from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import VecNormalize
 
-from gym_motion.adapters.sb3 import SB3VecEnv, TrackingLogCallback
+from gym_motion.adapters.sb3 import (
+    KLAdaptiveLRCallback,
+    ResetNoiseCurriculum,
+    SB3VecEnv,
+    TrackingLogCallback,
+)
+from gym_motion.adapters.sb3.train import TrainConfig, make_model
 from gym_motion.envs import TrackingVecEnv
-from gym_motion.train import TrainConfig, kl_adaptive_callback, make_model, reset_noise_callback
 
 
 def main() -> None:
@@ -37,8 +42,8 @@ def main() -> None:
     model, lr = make_model(TrainConfig(num_envs=args.num_envs), venv)  # PPO_DEFAULTS
     model.set_logger(configure(args.out, ["stdout", "tensorboard"]))
     # reset noise from none (the reference state) to TASK_SPEC's over the first half of the steps
-    curriculum = reset_noise_callback(ramp=0.5, total_steps=args.total_steps)
-    callbacks = [curriculum, TrackingLogCallback(), kl_adaptive_callback(lr)]
+    curriculum = ResetNoiseCurriculum(ramp=0.5, total_steps=args.total_steps)
+    callbacks = [curriculum, TrackingLogCallback(), KLAdaptiveLRCallback(lr)]
     model.learn(args.total_steps, callback=callbacks)
     model.save(f"{args.out}/model.zip")
     venv.save(f"{args.out}/vecnormalize.pkl")

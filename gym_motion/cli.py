@@ -126,7 +126,8 @@ def _run_inspect(args: argparse.Namespace) -> int:
 
 
 def _register_train(subparsers: argparse._SubParsersAction) -> None:
-    from gym_motion.train import register_cli
+    # Training is Stable-Baselines3's; registering it imports neither SB3 nor torch.
+    from gym_motion.adapters.sb3.train import register_cli
 
     register_cli(subparsers)
 

@@ -18,6 +18,18 @@ Errors are episode means as the env computes them (the
 
 With eval_cfg and the CPU backend every episode of a clip is the same, so ``--episodes 1``
 (the default) suffices; more episodes only matter with a stochastic backend or config.
+
+Evaluation needs no RL library: a policy is any callable from a batch of observations to a
+batch of actions (`Policy`), e.g. a NumPy function::
+
+    from gym_motion.evaluate import evaluate_policy_on_clips
+
+    W = np.zeros((160, 29), np.float32)
+    result = evaluate_policy_on_clips(["dance.npz"], lambda obs: obs @ W)
+    result["clips"]["dance.npz"]["mpkpe_mm"]
+
+Only ``--model RUN`` (`evaluate` with ``policy="model"``) loads a `gym-motion train` run, through
+the Stable-Baselines3 adapter (`gym_motion.adapters.sb3.policy`), imported then.
 """
 
 from __future__ import annotations
@@ -32,15 +44,25 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "METRICS",
+    "Obs",
+    "Policy",
     "evaluate",
+    "evaluate_clip",
     "evaluate_policy_on_clips",
     "format_table",
-    "load_run_policy",
-    "model_policy",
     "register_cli",
+    "zero_policy",
 ]
 
-Policy = Callable[[Any], np.ndarray]
+Obs = np.ndarray | dict[str, np.ndarray]
+"""A batch of observations: (N, D) float32, or ``{"policy": (N, D), "critic": (N, C)}``
+float32 arrays in the env's dict observation mode."""
+
+Policy = Callable[[Obs], np.ndarray]
+"""obs (`Obs`, N rows) -> actions (N, A) float32 (A = 29 for the G1), deterministic."""
+
+# Per-clip metrics (keys of each `evaluate_clip` result and of the ``"mean"`` over clips).
 METRICS = (
     "success_rate",
     "episode_length",
@@ -56,46 +78,10 @@ METRICS = (
 )
 
 
-def model_policy(model, vecnormalize=None) -> Policy:
-    """obs -> deterministic actions of an SB3 model, normalising obs with VecNormalize stats."""
+def zero_policy(num_actions: int) -> Policy:
+    """The zero action (the default joint pose): obs (N rows) -> (N, num_actions) float32."""
 
-    def act(obs):
-        if vecnormalize is not None:
-            obs = vecnormalize.normalize_obs(obs)
-        action, _ = model.predict(obs, deterministic=True)
-        return action
-
-    return act
-
-
-def load_run_policy(run_dir: str | os.PathLike) -> tuple[Policy, dict[str, Any]]:
-    """The deterministic policy of a `gym-motion train` run folder, and its config.json."""
-    import pickle
-
-    from stable_baselines3 import PPO
-
-    run = Path(run_dir)
-    model_path = run / "model.zip"
-    if not model_path.is_file():
-        raise FileNotFoundError(f"{model_path}: no model.zip in the run folder {run}")
-    config = {}
-    if (run / "config.json").is_file():
-        config = json.loads((run / "config.json").read_text())
-    model = PPO.load(
-        model_path,
-        device="cpu",
-        custom_objects={"learning_rate": 0.0, "lr_schedule": lambda _: 0.0},
-    )
-    norm = None
-    if (run / "vecnormalize.pkl").is_file():
-        with open(run / "vecnormalize.pkl", "rb") as f:
-            norm = pickle.load(f)  # VecNormalize without its venv: only the statistics
-        norm.training = False
-    return model_policy(model, norm), config
-
-
-def _zero_policy(num_actions: int) -> Policy:
-    def act(obs):
+    def act(obs: Obs) -> np.ndarray:
         n = len(next(iter(obs.values()))) if isinstance(obs, dict) else len(obs)
         return np.zeros((n, num_actions), np.float32)
 
@@ -114,11 +100,25 @@ def evaluate_clip(
     seed: int = 0,
     backend_kwargs: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Metrics of `policy` (None: zero action) on one clip, `episodes` episodes in parallel."""
+    """Metrics of `policy` on one clip, `episodes` episodes in parallel from its first frame.
+
+    Args:
+        clip: a clip npz.
+        policy: obs -> actions (`Policy`); None: the zero action (`zero_policy`).
+        episodes: N envs, one episode each. backend, backend_kwargs: physics backend.
+        obs_mode: the observation `policy` takes, "policy" (N, D) or "dict".
+        state_estimation: False: the 154-value policy observation (no anchor position, no
+            base linear velocity).
+        max_seconds: cap on the episode, s (default: the whole clip). seed: the env's seed.
+
+    Returns:
+        Each of `METRICS` (mean over the episodes, float), and ``clip`` (str), ``episodes``,
+        ``max_episode_steps`` (the horizon, control steps) and ``clip_seconds``.
+    """
     from gymnasium.vector import AutoresetMode
 
-    from gym_motion.adapters.sb3 import tracking_terms
     from gym_motion.envs.config import TrackingEnvCfg, eval_cfg
+    from gym_motion.envs.stats import tracking_terms
     from gym_motion.envs.tracking import TrackingVecEnv
     from gym_motion.motion.library import MotionLibrary
 
@@ -140,7 +140,8 @@ def evaluate_clip(
         backend_kwargs=backend_kwargs,
     )
     try:
-        policy = policy or _zero_policy(env.single_action_space.shape[0])
+        if policy is None:
+            policy = zero_policy(env.single_action_space.shape[0])
         terms = tracking_terms(env)
         n = episodes
         done = np.zeros(n, bool)
@@ -187,7 +188,12 @@ def evaluate_clip(
 def evaluate_policy_on_clips(
     clips: Sequence[str | os.PathLike], policy: Policy | None, **kwargs: Any
 ) -> dict[str, Any]:
-    """`evaluate_clip` on each clip (a folder: its ``*.npz``); adds ``"mean"`` over clips."""
+    """`evaluate_clip` on each clip (a folder: its ``*.npz``), `kwargs` passed on.
+
+    Returns:
+        ``{"policy": "zero" (policy None) or "model", "clips": {path: evaluate_clip result},
+        "mean": {metric: mean over clips}}``.
+    """
     files: list[Path] = []
     for c in clips:
         p = Path(c)
@@ -198,30 +204,46 @@ def evaluate_policy_on_clips(
 
 
 def evaluate(
-    run_dir: str | os.PathLike | None,
+    run_dir: str | os.PathLike | None = None,
     clips: Sequence[str | os.PathLike] | None = None,
     *,
-    policy: str = "model",
+    policy: str | Policy = "model",
     episodes: int = 1,
     backend: str = "mujoco",
     max_seconds: float | None = None,
     seed: int = 0,
     backend_kwargs: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Evaluate a run folder's policy (``policy="model"``) or zero action (``"zero"``).
+    """Evaluate a policy on clips (`evaluate_policy_on_clips`), with a run folder's settings.
 
-    The observation mode and state-estimation choice come from the run's config.json. `clips`
-    default to the run's training clips (or the embedded default motion).
+    Args:
+        run_dir: a `gym-motion train` run folder, or None.
+        clips: clip npz(s) or folders; default: the run's training clips, else the embedded
+            default motion.
+        policy: ``"model"``: the run's trained SB3 model (imports the SB3 adapter); ``"zero"``:
+            the zero action; or any `Policy` callable.
+        episodes, backend, max_seconds, seed, backend_kwargs: see `evaluate_clip`.
+
+    The observation mode and state-estimation choice come from the run's config.json (default
+    "policy" and True). The result has ``"run"`` (str or None) besides the keys of
+    `evaluate_policy_on_clips`.
+
+    Raises:
+        ValueError: an unknown policy name, or ``"model"`` without a run folder.
     """
-    if policy not in ("model", "zero"):
-        raise ValueError(f"policy must be 'model' or 'zero', got {policy!r}")
     config: dict[str, Any] = {}
-    act = None
-    if policy == "model":
+    act: Policy | None = None
+    if callable(policy):
+        act = policy
+    elif policy == "model":
         if run_dir is None:
             raise ValueError("evaluating a model needs its run folder (--model RUN_DIR)")
+        from gym_motion.adapters.sb3.policy import load_run_policy
+
         act, config = load_run_policy(run_dir)
-    elif run_dir is not None and (Path(run_dir) / "config.json").is_file():
+    elif policy != "zero":
+        raise ValueError(f"policy must be 'model', 'zero' or a callable, got {policy!r}")
+    if not config and run_dir is not None and (Path(run_dir) / "config.json").is_file():
         config = json.loads((Path(run_dir) / "config.json").read_text())
     train_cfg = config.get("train", {})
     if not clips:

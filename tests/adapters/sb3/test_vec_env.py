@@ -1,4 +1,4 @@
-"""SB3 adapter: VecEnv conformance, Dict spaces, wrappers, PPO, and the single-env checkers."""
+"""`SB3VecEnv`: VecEnv conformance, Dict spaces, SB3 wrappers, and the single-env checkers."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ import pytest
 from gymnasium.vector import AutoresetMode
 from stable_baselines3.common.vec_env import VecMonitor, VecNormalize
 
-from gym_motion.adapters.sb3 import SB3VecEnv, TrackingLogCallback, TrackingStats, tracking_terms
+from gym_motion.adapters.sb3 import SB3VecEnv
 from gym_motion.envs import TrackingEnv, TrackingEnvCfg, TrackingVecEnv
+from gym_motion.envs.stats import TrackingStats, tracking_terms
 from gym_motion.managers.termination import TerminationTermCfg
 from gym_motion.robots import g1
 
@@ -179,27 +180,6 @@ def test_tracking_stats_keys():
         sum(m[f"reward/{t}"] for t in tracking_terms(env))
     )
     adapter.close()
-
-
-def test_ppo_learns_under_vecnormalize(tmp_path):
-    from stable_baselines3.common.logger import configure
-
-    from gym_motion.train import TrainConfig, make_model
-
-    config = TrainConfig(num_envs=8, seed=0)
-    venv = VecNormalize(SB3VecEnv(make(8, max_episode_steps=40)), norm_reward=False)
-    model, _ = make_model(config, venv)
-    model.set_logger(configure(str(tmp_path), ["csv"]))
-    cb = TrackingLogCallback()
-    model.learn(2000, callback=cb)
-    assert model.num_timesteps >= 2000
-    assert cb.history and "time/env_steps_per_s" in cb.history[-1]
-    assert any("episode/length" in h for h in cb.history)
-    assert "sampling/entropy" in cb.history[-1]
-    obs = venv.reset()
-    action, _ = model.predict(obs, deterministic=True)
-    assert action.shape == (8, g1.NUM_JOINTS) and np.isfinite(action).all()
-    venv.close()
 
 
 @pytest.mark.parametrize("obs_mode", ["policy", "dict"])

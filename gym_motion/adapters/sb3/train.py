@@ -82,15 +82,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+# SB3, torch and matplotlib are imported inside the functions that use them: the command line
+# imports this module to register `gym-motion train`, and must start fast, and without them.
+
 __all__ = [
     "PPO_DEFAULTS",
     "KLAdaptiveLR",
     "TrainConfig",
-    "kl_adaptive_callback",
     "make_env",
     "make_model",
     "register_cli",
-    "reset_noise_callback",
     "reset_noise_scale",
     "train",
 ]
@@ -202,103 +203,6 @@ def reset_noise_scale(progress: float, ramp: float) -> float:
     return min(1.0, max(0.0, progress / ramp))
 
 
-def kl_adaptive_callback(schedule: KLAdaptiveLR):
-    """The SB3 callback that moves `schedule` (from `make_model`) with each update's KL."""
-    return _callbacks()[0](schedule)
-
-
-def reset_noise_callback(ramp: float, total_steps: int):
-    """The SB3 callback that ramps the training env's reset noise (see `reset_noise_scale`)."""
-    return _callbacks()[3](ramp, total_steps)
-
-
-def _callbacks():
-    """Callback classes (SB3 imported lazily so the CLI starts fast)."""
-    from stable_baselines3.common.callbacks import BaseCallback
-
-    class KLAdaptiveLRCallback(BaseCallback):
-        """Feeds the previous update's ``train/approx_kl`` to a `KLAdaptiveLR`."""
-
-        def __init__(self, schedule: KLAdaptiveLR):
-            super().__init__()
-            self.schedule = schedule
-
-        def _on_rollout_start(self) -> None:
-            # SB3 order: train() records train/approx_kl, the next rollout runs, then logs dump.
-            kl = self.logger.name_to_value.get("train/approx_kl")
-            if kl is not None:
-                self.schedule.update(float(kl))
-
-        def _on_step(self) -> bool:
-            return True
-
-    class ResetNoiseCurriculum(BaseCallback):
-        """Sets the env's `reset_noise_scale` before each rollout from the fraction of
-        `total_steps` done; logs it as ``curriculum/reset_noise_scale``. It follows env
-        steps, not wall time, so that a seed reproduces a run that `total_steps` ends."""
-
-        def __init__(self, ramp: float, total_steps: int):
-            super().__init__()
-            self.ramp, self.total_steps, self.scale = ramp, total_steps, None
-
-        def _on_rollout_start(self) -> None:
-            progress = self.num_timesteps / max(1, self.total_steps)
-            self.scale = reset_noise_scale(progress, self.ramp)
-            self.training_env.set_attr("reset_noise_scale", self.scale)
-            self.logger.record("curriculum/reset_noise_scale", self.scale)
-
-        def _on_step(self) -> bool:
-            return True
-
-    class ProgressBar(BaseCallback):
-        """A tqdm bar over env steps (SB3's own bar needs `rich`)."""
-
-        def __init__(self, total: int):
-            super().__init__()
-            self.total, self.bar = total, None
-
-        def _on_training_start(self) -> None:
-            from tqdm import tqdm
-
-            self.bar = tqdm(total=self.total, unit="step", unit_scale=True, dynamic_ncols=True)
-
-        def _on_step(self) -> bool:
-            self.bar.update(self.training_env.num_envs)
-            return True
-
-        def _on_rollout_end(self) -> None:
-            v = self.logger.name_to_value
-            post = {}
-            if "episode/length" in v:
-                post["ep_len"] = f"{v['episode/length']:.0f}"
-            if "rollout/tracking_reward" in v:
-                post["track_rew"] = f"{v['rollout/tracking_reward']:.2f}"
-            if post:
-                self.bar.set_postfix(post, refresh=False)
-
-        def _on_training_end(self) -> None:
-            if self.bar is not None:
-                self.bar.close()
-
-    class WallClockBudget(BaseCallback):
-        """Stops learning after the rollout that ends past `seconds` of wall time."""
-
-        def __init__(self, seconds: float):
-            super().__init__()
-            self.seconds, self.t0, self.hit = seconds, 0.0, False
-
-        def _on_training_start(self) -> None:
-            self.t0 = time.perf_counter()
-
-        def _on_step(self) -> bool:
-            return not self.hit
-
-        def _on_rollout_end(self) -> None:
-            self.hit = time.perf_counter() - self.t0 > self.seconds
-
-    return KLAdaptiveLRCallback, ProgressBar, WallClockBudget, ResetNoiseCurriculum
-
-
 def _jsonable(obj: Any) -> Any:
     """Dataclasses, tuples, numpy values and functions -> JSON values (functions by name)."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
@@ -330,7 +234,7 @@ def make_env(config: TrainConfig, motions: list[str] | None):
     from gymnasium.vector import AutoresetMode
     from stable_baselines3.common.vec_env import VecNormalize
 
-    from gym_motion.adapters.sb3 import SB3VecEnv
+    from gym_motion.adapters.sb3.vec_env import SB3VecEnv
     from gym_motion.envs.tracking import TrackingVecEnv
 
     env = TrackingVecEnv(
@@ -448,8 +352,15 @@ def train(config: TrainConfig) -> dict[str, Any]:
     """
     from stable_baselines3.common.logger import configure
 
-    from gym_motion.adapters.sb3 import TrackingLogCallback
-    from gym_motion.evaluate import evaluate_policy_on_clips, model_policy
+    from gym_motion.adapters.sb3.callbacks import (
+        KLAdaptiveLRCallback,
+        ProgressBar,
+        ResetNoiseCurriculum,
+        TrackingLogCallback,
+        WallClockBudget,
+    )
+    from gym_motion.adapters.sb3.policy import model_policy
+    from gym_motion.evaluate import evaluate_policy_on_clips
 
     motions = [str(m) for m in config.motion]
     if not motions:
@@ -476,14 +387,13 @@ def train(config: TrainConfig) -> dict[str, Any]:
     venv = make_env(config, motions)
     model, _schedule = make_model(config, venv)
     model.set_logger(configure(str(out), ["tensorboard", "csv"]))
-    KLCallback, ProgressBar, WallClockBudget, ResetNoiseCurriculum = _callbacks()
     log_cb = TrackingLogCallback()
     seconds = None if config.max_minutes is None else 60.0 * config.max_minutes
     curriculum = ResetNoiseCurriculum(config.reset_noise_ramp, config.total_steps)
     callbacks = [
         curriculum,
         log_cb,
-        KLCallback(_schedule),
+        KLAdaptiveLRCallback(_schedule),
         ProgressBar(config.total_steps),
     ]
     budget = None
@@ -550,9 +460,9 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "train",
         help="train a PPO tracking policy with Stable-Baselines3",
-        description="PPO (BeyondMimic/rsl_rl hyperparameters, see gym_motion.train) on the G1 "
-        "tracking task; writes model, normalisation stats, TensorBoard logs, config, summary "
-        "and curves to the run folder.",
+        description="PPO (BeyondMimic/rsl_rl hyperparameters, see "
+        "gym_motion.adapters.sb3.train) on the G1 tracking task; writes model, normalisation "
+        "stats, TensorBoard logs, config, summary and curves to the run folder.",
     )
     p.add_argument(
         "--motion", nargs="+", default=[], metavar="CLIP", help="clip npz(s) or folders "

@@ -1,9 +1,8 @@
-"""Stable-Baselines3 adapter: `SB3VecEnv` over a `TrackingVecEnv`, and its logging callback.
+"""`SB3VecEnv`: a Stable-Baselines3 ``VecEnv`` over one batched `TrackingVecEnv`.
 
-`SB3VecEnv` is a ``stable_baselines3.common.vec_env.VecEnv`` over one batched gymnasium
-vector env in SAME_STEP autoreset mode (the mode SB3 assumes: the observation returned for a
-finished env is already the first of its next episode, and the last one of the finished
-episode travels in ``infos[i]["terminal_observation"]``)::
+The vector env runs in SAME_STEP autoreset mode (the mode SB3 assumes: the observation
+returned for a finished env is already the first of its next episode, and the last one of the
+finished episode travels in ``infos[i]["terminal_observation"]``)::
 
     from stable_baselines3 import PPO
     from stable_baselines3.common.vec_env import VecNormalize
@@ -16,37 +15,25 @@ episode travels in ``infos[i]["terminal_observation"]``)::
 
 Per-env info dicts are filled only for the envs that finished on the step: the others get an
 empty dict. The env's own batched info dict of the last step (per-env arrays with ``_key``
-masks, see `TrackingVecEnv`) is kept, without a copy, in `SB3VecEnv.last_info`;
+masks, see `gym_motion.envs.info`) is kept, without a copy, in `SB3VecEnv.last_info`;
 `TrackingLogCallback` reads it every step and writes rollout means to SB3's logger.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode
-from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecEnv
-from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices
+from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvObs, VecEnvStepReturn
 
 from gym_motion.envs.single import ACTION_BOUND
 
-__all__ = ["SB3VecEnv", "TrackingLogCallback", "TrackingStats", "tracking_terms"]
-
-# Errors logged in mm (the rest keep SI units, named in the key).
-_MM_ERRORS = ("mpkpe", "root_mpkpe")
-_ERROR_UNITS = {
-    "anchor_pos": "m",
-    "anchor_rot": "rad",
-    "body_pos": "m",
-    "body_rot": "rad",
-    "joint_pos": "rad",
-    "joint_vel": "rad_s",
-}
+__all__ = ["SB3VecEnv"]
 
 
 class SB3VecEnv(VecEnv):
@@ -108,7 +95,7 @@ class SB3VecEnv(VecEnv):
         self.total_steps = 0  # env steps summed over envs since creation
 
     # ------------------------------------------------------------------ core
-    def reset(self):
+    def reset(self) -> VecEnvObs:
         seed = self._seeds[0]
         options = self._options[0] or None
         obs, info = self.venv.reset(seed=seed, options=options)
@@ -121,7 +108,7 @@ class SB3VecEnv(VecEnv):
     def step_async(self, actions: np.ndarray) -> None:
         self._actions = actions
 
-    def step_wait(self):
+    def step_wait(self) -> VecEnvStepReturn:
         if self._actions is None:
             raise RuntimeError("step_wait called without step_async")
         obs, reward, terminated, truncated, info = self.venv.step(self._actions)
@@ -190,138 +177,3 @@ class SB3VecEnv(VecEnv):
     def sampling_stats(self) -> dict[str, float]:
         """The env's adaptive-sampling statistics (entropy, top-1 probability), if it has any."""
         return getattr(self.venv, "sampling_stats", {})
-
-
-def tracking_terms(venv: Any) -> tuple[str, ...]:
-    """Names of the positive-weight reward terms (the tracking kernels) of a TrackingVecEnv."""
-    env = getattr(venv, "unwrapped", venv)
-    rewards = env.cfg.rewards
-    return tuple(name for name, term in rewards.items() if term.weight > 0)
-
-
-class TrackingStats:
-    """Accumulates a TrackingVecEnv's info dicts over a rollout; `means` gives the log values.
-
-    Per step: the batch mean of each ``reward/<term>``. Per finished episode (``_final/...``
-    masks): episode return, length, per-term dt-scaled sums, termination causes and tracking
-    errors. Works in O(keys) NumPy calls per step; the per-episode part only on steps where
-    some env finished.
-    """
-
-    def __init__(self, tracking: Iterable[str] = ()):
-        self.tracking = tuple(tracking)
-        self.reset()
-
-    def reset(self) -> None:
-        self.steps = 0
-        self.episodes = 0
-        self.step_sums: dict[str, float] = {}
-        self.episode_sums: dict[str, float] = {}
-
-    def add(self, info: dict[str, Any]) -> None:
-        self.steps += 1
-        tracking = 0.0
-        for key, value in info.items():
-            if key.startswith("reward/"):
-                valid = info.get("_" + key)
-                if valid is None or valid.all():
-                    m = float(value.mean())
-                else:  # rows being autoreset (NEXT_STEP mode) are masked out
-                    m = float(value[valid].mean()) if valid.any() else 0.0
-                self.step_sums[key] = self.step_sums.get(key, 0.0) + m
-                if key[7:] in self.tracking:
-                    tracking += m
-        if self.tracking:
-            self.step_sums["tracking"] = self.step_sums.get("tracking", 0.0) + tracking
-        mask = info.get("_final/length")
-        if mask is None or not mask.any():
-            return
-        self.episodes += int(mask.sum())
-        for key, value in info.items():
-            if key.startswith("final/"):
-                s = float(value[mask].sum(dtype=np.float64))
-                self.episode_sums[key] = self.episode_sums.get(key, 0.0) + s
-
-    def means(self) -> dict[str, float]:
-        """Logger keys -> values; episode keys only when an episode finished."""
-        out: dict[str, float] = {}
-        if self.steps:
-            for key, s in self.step_sums.items():
-                name = "rollout/tracking_reward" if key == "tracking" else key
-                out[name] = s / self.steps
-        if self.episodes:
-            out["episode/count"] = float(self.episodes)
-            for key, s in self.episode_sums.items():
-                m = s / self.episodes
-                name = key[len("final/") :]
-                if name == "return" or name == "length":
-                    out[f"episode/{name}"] = m
-                elif name.startswith("reward/"):
-                    out[f"episode/{name}"] = m
-                elif name.startswith("termination/"):
-                    out[name] = m  # a rate: the fraction of finished episodes
-                elif name.startswith("error/"):
-                    e = name[len("error/") :]
-                    if e in _MM_ERRORS:
-                        out[f"error/{e}_mm"] = 1000.0 * m
-                    else:
-                        out[f"error/{e}_{_ERROR_UNITS.get(e, 'si')}"] = m
-        return out
-
-
-class TrackingLogCallback(BaseCallback):
-    """Writes a TrackingVecEnv's reward terms, episodes, errors and throughput every rollout.
-
-    Logger keys (TensorBoard under the same names):
-
-    - ``reward/<term>``: per-step weighted term (before dt), mean over the rollout's steps and
-      envs; ``rollout/tracking_reward``: the same for the sum of the positive-weight terms.
-    - ``episode/return``, ``episode/length`` (steps), ``episode/reward/<term>`` (dt-scaled
-      episode sum), ``episode/count``: means over the episodes that ended in the rollout.
-    - ``termination/<cause>``: fraction of those episodes that ended by the cause
-      (``time_out`` included).
-    - ``error/mpkpe_mm``, ``error/root_mpkpe_mm``, ``error/<name>_<unit>``: episode-mean
-      tracking errors, averaged over the finished episodes.
-    - ``sampling/entropy``, ``sampling/top1_prob``: the adaptive sampler's bins.
-    - ``time/env_steps_per_s``: env steps (summed over envs) per second of rollout collection.
-
-    ``history`` keeps, per rollout, ``timesteps`` and every logged value (for plots).
-    """
-
-    def __init__(self, verbose: int = 0):
-        super().__init__(verbose)
-        self.stats = TrackingStats()
-        self.history: list[dict[str, float]] = []
-        self._adapter: SB3VecEnv | None = None
-        self._t0 = 0.0
-        self._steps0 = 0
-
-    def _init_callback(self) -> None:
-        adapter = self.training_env.unwrapped
-        if not isinstance(adapter, SB3VecEnv):
-            raise TypeError(f"TrackingLogCallback needs an SB3VecEnv, got {type(adapter)}")
-        self._adapter = adapter
-        try:
-            self.stats = TrackingStats(tracking_terms(adapter.venv))
-        except AttributeError:
-            self.stats = TrackingStats()
-
-    def _on_rollout_start(self) -> None:
-        self.stats.reset()
-        self._t0 = time.perf_counter()
-        self._steps0 = self._adapter.total_steps
-
-    def _on_step(self) -> bool:
-        self.stats.add(self._adapter.last_info)
-        return True
-
-    def _on_rollout_end(self) -> None:
-        elapsed = time.perf_counter() - self._t0
-        values = self.stats.means()
-        for key, value in self._adapter.sampling_stats.items():
-            values[f"sampling/{key}"] = value
-        if elapsed > 0:
-            values["time/env_steps_per_s"] = (self._adapter.total_steps - self._steps0) / elapsed
-        for key, value in values.items():
-            self.logger.record(key, value)
-        self.history.append({"timesteps": float(self.num_timesteps), **values})

@@ -1,0 +1,70 @@
+"""A trained SB3 model as a plain policy callable, for `gym_motion.evaluate`.
+
+Example::
+
+    from gym_motion.adapters.sb3.policy import load_run_policy
+    from gym_motion.evaluate import evaluate_policy_on_clips
+
+    policy, config = load_run_policy("runs/dance")  # a `gym-motion train` run folder
+    result = evaluate_policy_on_clips(["dance.npz"], policy)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from stable_baselines3 import PPO
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.vec_env import VecNormalize
+
+from gym_motion.evaluate import Obs, Policy
+
+__all__ = ["load_run_policy", "model_policy"]
+
+
+def model_policy(model: BaseAlgorithm, vecnormalize: VecNormalize | None = None) -> Policy:
+    """The deterministic policy of an SB3 model: obs (N, D) float32 (or a dict of such for
+    ``MultiInputPolicy``) -> actions (N, A) float32, normalising obs with `vecnormalize`'s
+    statistics first when given (its ``training`` flag decides whether they still update)."""
+
+    def act(obs: Obs) -> np.ndarray:
+        if vecnormalize is not None:
+            obs = vecnormalize.normalize_obs(obs)
+        action, _ = model.predict(obs, deterministic=True)
+        return action
+
+    return act
+
+
+def load_run_policy(run_dir: str | os.PathLike) -> tuple[Policy, dict[str, Any]]:
+    """The deterministic policy of a `gym-motion train` run folder, and its config.json.
+
+    Loads ``model.zip`` (PPO, on the CPU) and, when present, ``vecnormalize.pkl`` (frozen
+    observation statistics); the config is ``{}`` when the folder has no config.json.
+
+    Raises:
+        FileNotFoundError: the folder has no model.zip.
+    """
+    run = Path(run_dir)
+    model_path = run / "model.zip"
+    if not model_path.is_file():
+        raise FileNotFoundError(f"{model_path}: no model.zip in the run folder {run}")
+    config = {}
+    if (run / "config.json").is_file():
+        config = json.loads((run / "config.json").read_text())
+    model = PPO.load(
+        model_path,
+        device="cpu",
+        custom_objects={"learning_rate": 0.0, "lr_schedule": lambda _: 0.0},
+    )
+    norm = None
+    if (run / "vecnormalize.pkl").is_file():
+        with open(run / "vecnormalize.pkl", "rb") as f:
+            norm = pickle.load(f)  # VecNormalize without its venv: only the statistics
+        norm.training = False
+    return model_policy(model, norm), config

@@ -1,0 +1,171 @@
+"""`gym_motion.evaluate` is library-neutral: any callable policy, and no SB3 or torch needed.
+
+The no-SB3 checks run in a fresh interpreter whose import system refuses ``stable_baselines3``
+and ``torch`` (as after ``pip install -e .`` without the ``[sb3]`` extra) and records every
+attempt to import them.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gym_motion.cli import main
+from gym_motion.evaluate import METRICS, evaluate, evaluate_clip, zero_policy
+from gym_motion.motion import DEFAULT_MOTION_PATH
+
+LINEAR_MAX_SECONDS = 1.0
+
+
+def linear_policy(obs: np.ndarray) -> np.ndarray:
+    """A fixed random linear policy: obs (N, D) float32 -> actions (N, 29) float32."""
+    w = np.random.default_rng(0).normal(0.0, 0.05, (obs.shape[1], 29)).astype(np.float32)
+    return np.tanh(obs @ w)
+
+
+# Run in a subprocess: block the SB3 extra, evaluate, drive the CLI; print one JSON line.
+NO_SB3_SCRIPT = """
+import contextlib, importlib.abc, io, json, sys
+
+BLOCKED = ("stable_baselines3", "torch")
+
+
+class Blocker(importlib.abc.MetaPathFinder):
+    attempts = []
+
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in BLOCKED:
+            self.attempts.append(name)
+            raise ModuleNotFoundError(f"No module named {name!r} (blocked)", name=name)
+        return None
+
+
+sys.meta_path.insert(0, Blocker())
+tests_dir, tmp = sys.argv[1], sys.argv[2]
+sys.path.insert(0, tests_dir)
+
+from gym_motion.cli import main
+from gym_motion.evaluate import evaluate
+from test_evaluate import LINEAR_MAX_SECONDS, linear_policy
+
+out = {"zero": evaluate(policy="zero")}
+out["linear"] = evaluate(policy=linear_policy, max_seconds=LINEAR_MAX_SECONDS)
+out["cli_eval_zero"] = main(["eval", "--policy", "zero", "--max-seconds", "0.2",
+                             "--json", tmp + "/zero.json"])
+out["attempts_while_evaluating"] = list(Blocker.attempts)
+err = io.StringIO()
+with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+    out["cli_train"] = main(["train", "--total-steps", "10", "--out", tmp + "/run"])
+    out["cli_eval_model"] = main(["eval", "--model", tmp + "/run"])
+out["cli_errors"] = err.getvalue()
+try:
+    from gym_motion.adapters.sb3 import SB3VecEnv  # noqa: F401
+    out["adapter_import"] = "imported"
+except ModuleNotFoundError as exc:
+    out["adapter_import"] = exc.name
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def without_sb3(tmp_path_factory) -> dict:
+    tmp = tmp_path_factory.mktemp("no_sb3")
+    proc = subprocess.run(
+        [sys.executable, "-c", NO_SB3_SCRIPT, str(Path(__file__).parent), str(tmp)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    result["zero_json"] = json.loads((tmp / "zero.json").read_text())
+    return result
+
+
+def test_zero_policy_evaluates_without_sb3_or_torch(without_sb3):
+    here = evaluate(policy="zero")
+    there = without_sb3["zero"]
+    assert set(there) == set(here) == {"policy", "clips", "mean", "run"}
+    assert there["policy"] == "zero" and there["run"] is None
+    (clip,) = here["clips"]
+    assert Path(clip) == DEFAULT_MOTION_PATH
+    assert set(there["clips"][clip]) == set(here["clips"][clip])
+    # the zero action falls on the default motion: the episode ends before the clip does
+    assert 0 < here["mean"]["episode_length"] < here["clips"][clip]["max_episode_steps"]
+    assert there["mean"]["episode_length"] == here["mean"]["episode_length"]
+    for metric in METRICS:
+        assert there["mean"][metric] == pytest.approx(here["mean"][metric], rel=1e-6), metric
+
+
+def test_numpy_callable_evaluates_without_sb3_or_torch(without_sb3):
+    here = evaluate(policy=linear_policy, max_seconds=LINEAR_MAX_SECONDS)
+    there = without_sb3["linear"]
+    assert set(there) == set(here)
+    assert here["policy"] == "model"
+    (clip,) = here["clips"].values()
+    assert clip["max_episode_steps"] == 50
+    # a different policy from the zero action: different errors
+    assert here["mean"]["joint_pos_rad"] != without_sb3["zero"]["mean"]["joint_pos_rad"]
+    for metric in METRICS:
+        assert there["mean"][metric] == pytest.approx(here["mean"][metric], rel=1e-6), metric
+
+
+def test_eval_cli_with_zero_policy_imports_neither_sb3_nor_torch(without_sb3):
+    assert without_sb3["cli_eval_zero"] == 0
+    assert without_sb3["attempts_while_evaluating"] == []
+    assert without_sb3["zero_json"]["policy"] == "zero"
+    assert without_sb3["zero_json"]["mean"]["episode_length"] <= 10
+
+
+def test_sb3_commands_without_sb3_say_what_to_install(without_sb3):
+    assert without_sb3["cli_train"] == 2 and without_sb3["cli_eval_model"] == 2
+    errors = without_sb3["cli_errors"]
+    assert errors.count("stable_baselines3 is not installed") == 2, errors
+    assert 'pip install -e ".[sb3]"' in errors and "Traceback" not in errors
+    assert without_sb3["adapter_import"] == "stable_baselines3"
+
+
+def test_evaluate_clip_takes_any_callable_and_checks_its_actions():
+    calls = []
+
+    def policy(obs: np.ndarray) -> np.ndarray:
+        assert obs.dtype == np.float32 and obs.shape == (2, 160)
+        calls.append(len(obs))
+        return zero_policy(29)(obs)
+
+    result = evaluate_clip(DEFAULT_MOTION_PATH, policy, episodes=2, max_seconds=0.1)
+    assert calls == [2] * 5 and result["episodes"] == 2
+    assert result["success_rate"] == 1.0 and result["episode_length"] == 5
+    with pytest.raises(ValueError, match="shape"):
+        evaluate_clip(DEFAULT_MOTION_PATH, lambda obs: np.zeros((2, 28), np.float32),
+                      episodes=2, max_seconds=0.1)  # fmt: skip
+
+
+def test_dict_observations_reach_the_policy_as_a_dict():
+    seen = []
+
+    def policy(obs: dict[str, np.ndarray]) -> np.ndarray:
+        seen.append({k: v.shape for k, v in obs.items()})
+        return zero_policy(29)(obs)
+
+    evaluate_clip(DEFAULT_MOTION_PATH, policy, obs_mode="dict", max_seconds=0.04)
+    assert seen == [{"policy": (1, 160), "critic": (1, 286)}] * 2
+
+
+def test_unknown_policy_name_is_refused():
+    with pytest.raises(ValueError, match="'model', 'zero' or a callable"):
+        evaluate(policy="random")
+    with pytest.raises(ValueError, match="run folder"):
+        evaluate(None, policy="model")
+
+
+def test_eval_zero_policy_cli(tmp_path):
+    path = tmp_path / "zero.json"
+    assert main(["eval", "--policy", "zero", "--max-seconds", "0.2", "--json", str(path)]) == 0
+    result = json.loads(path.read_text())
+    assert result["policy"] == "zero" and result["mean"]["episode_length"] <= 10
