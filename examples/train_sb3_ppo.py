@@ -41,7 +41,8 @@ def main() -> None:
     venv = VecNormalize(SB3VecEnv(env), norm_obs=True, norm_reward=False)
     model, lr = make_model(TrainConfig(num_envs=args.num_envs), venv)  # PPO_DEFAULTS
     model.set_logger(configure(args.out, ["stdout", "tensorboard"]))
-    # reset noise from none (the reference state) to TASK_SPEC's over the first half of the steps
+    # reset noise from none (the reference state) to the task's (docs/task.md section 9)
+    # over the first half of the steps
     curriculum = ResetNoiseCurriculum(ramp=0.5, total_steps=args.total_steps)
     callbacks = [curriculum, TrackingLogCallback(), KLAdaptiveLRCallback(lr)]
     model.learn(args.total_steps, callback=callbacks)

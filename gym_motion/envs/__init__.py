@@ -2,6 +2,14 @@
 
 from gym_motion.envs.config import TrackingEnvCfg, eval_cfg
 from gym_motion.envs.single import TrackingEnv
+from gym_motion.envs.stats import TrackingStats, tracking_terms
 from gym_motion.envs.tracking import TrackingVecEnv
 
-__all__ = ["TrackingEnv", "TrackingEnvCfg", "TrackingVecEnv", "eval_cfg"]
+__all__ = [
+    "TrackingEnv",
+    "TrackingEnvCfg",
+    "TrackingStats",
+    "TrackingVecEnv",
+    "eval_cfg",
+    "tracking_terms",
+]

@@ -12,60 +12,11 @@ normalisation statistics), TensorBoard events and ``progress.csv`` (SB3's logger
 statistics, summary without the after-training evaluation) and exits with code 130.
 
 PPO hyperparameters (`PPO_DEFAULTS`) follow BeyondMimic's rsl_rl PPO configuration for the
-G1 tracking task (whole_body_tracking, itself rsl_rl's defaults): learning rate 1e-3 with a
-KL-adaptive schedule (desired KL 0.01, x/÷1.5), gamma 0.99, GAE lambda 0.95, clip 0.2,
-entropy 0.005, value loss coefficient 1.0, max grad norm 1.0, 24 steps per env, 5 epochs,
-4 minibatches, initial action std 1.0, actor and critic MLPs [512, 256, 128] with ELU. Adapted
-to SB3 on a CPU:
-
-- N envs: 256 by default instead of 4096 (two CPU cores give 1-10 thousand env steps per
-  second depending on what else runs, so an update of 24 x 4096 samples would take most of a
-  minute). The minibatch is still a quarter of the rollout (24 N / 4 = 1536). Default budget:
-  3M env steps or 12 minutes of learning, whichever comes first (`DEFAULT_MAX_MINUTES`), so
-  that the whole run, evaluations included, stays within 15 minutes on a 2-core machine.
-- 8 epochs per update instead of 5: samples are the scarce resource on a CPU. The update is
-  not free: in the default run, rollouts alone run at 9.5 thousand env steps per second and
-  learning as a whole at 4.4 thousand, so updates take about half of the time. Measured on the
-  default motion (3M steps, seed 0, full reset noise throughout, one evaluation from the clip
-  start): N=256 with 8 epochs, learning rate 5e-4 and desired KL 0.02 gave MPKPE 121 mm and a
-  127-step episode; N=128 with 5 epochs, 1e-3 and 0.01 gave 165 mm and 66 steps. Larger
-  minibatches (N=1024, 5 epochs) and larger steps (desired KL 0.05) learned no faster in the
-  first 4 minutes.
-- Initial action std 0.37 (``log_std_init=-1``) instead of 1.0: with ~10^6 samples instead of
-  ~10^9, exploration noise of one action unit (up to 0.55 rad per joint) knocks the robots
-  over before they learn anything; measured on the default motion over the first 200k steps:
-  tracking reward per step 2.7 vs 1.9, training episodes 42 vs 35 steps.
-- The learning rate (start 5e-4) adapts once per update from the update's mean approximate KL
-  (`KLAdaptiveLR`, desired KL 0.02), not after every minibatch as rsl_rl does: SB3's PPO has
-  no per-minibatch hook. With minibatches 60x smaller than rsl_rl's the KL per update is
-  higher for the same step size, and rsl_rl's desired 0.01 drove the rate down to 3e-5. To
-  stand in for rsl_rl's quick reaction inside an update, SB3's ``target_kl`` (0.05) ends an
-  update's epochs early once a minibatch's KL exceeds 1.5 x 0.05.
-- Reset-noise curriculum (``reset_noise_ramp``, default 0.5): the reset noise of TASK_SPEC
-  section 9 (root pose and velocity, joints) ramps linearly from none (episodes start on the
-  reference state) to full over the first half of ``total_steps``; the second half trains on
-  the task as specified (a run that the wall-clock budget stops before half of its steps
-  ends with less; ``summary.json`` has ``reset_noise_scale_final``). rsl_rl has no
-  such ramp; it is needed here because the budget is ~10^6 samples. The spec's reset velocity
-  (up to 0.5 m/s and 0.52 rad/s) knocks a weak policy over: for a policy trained 3M steps with
-  full noise, the episodes that ended within 300 steps of 256 envs started on random frames
-  averaged 65 steps with the reset noise and 127 without (pushes with randomisation, and
-  observation noise, cost 11 and 1 steps), so most early samples were falls right after a
-  reset. Measured on the default motion (default run, 12-minute budget, evaluation from the
-  clip start; zero action: 64 steps, MPKPE 130 mm, tracking reward 4.03 per survived step):
-  with the ramp, seed 0 reached 180 steps, 107 mm and 4.13, seed 1 125 steps, 111 mm and
-  4.10; without it (seed 0), 127 steps, 121 mm and 4.02. Ramping over the whole budget
-  instead of half gave 153 steps and 4.19 (seed 0) but 101 steps and 4.02 (seed 1; both with
-  an earlier ramp that also followed wall time), and leaves no time at the full noise.
-- Adaptive sampling (TASK_SPEC section 10, failures per bin divided by N) stays close to
-  uniform in these runs: top-1 bin probability 0.116 against 0.111 for uniform, because a
-  bin's failure rate per env step (~0.002) is small next to the 0.1 / bins floor. A floor of
-  0.01 (`SamplingCfg.uniform_weight`) raised it to 0.16 and gave 116 steps and 4.09 (seed 1,
-  with the earlier ramp), within the spread between seeds, so the task keeps the specified 0.1.
-- Observations are normalised by `VecNormalize` (rsl_rl's empirical normalisation);
-  rewards are not (rsl_rl does not normalise them either).
-- SB3's orthogonal initialisation (policy head gain 0.01) is kept: the first actions are near
-  zero, i.e. near the default pose, which is where the reference motion starts.
+G1 tracking task (whole_body_tracking, itself rsl_rl's defaults), adapted to SB3 on a CPU: 256
+envs, 8 epochs, learning rate 5e-4 adapted once per update to a desired KL of 0.02, initial
+action std 0.37, and a reset-noise curriculum (`ResetNoiseCurriculum`, ``reset_noise_ramp``:
+none to docs/task.md section 9's over the first half of the steps). Why each differs from
+rsl_rl, with the runs that measured it, is in docs/measurements.md.
 """
 
 from __future__ import annotations
@@ -136,7 +87,7 @@ class TrainConfig:
         state_estimation: False drops anchor position and base linear velocity (154 obs).
         eval_episodes: episodes per clip in the before/after evaluations (eval is
             deterministic, so one is enough). eval_max_seconds: cap on an eval episode.
-        reset_noise_ramp: fraction of `total_steps` over which the reset noise (TASK_SPEC
+        reset_noise_ramp: fraction of `total_steps` over which the reset noise (docs/task.md
             section 9) ramps linearly from none to full (`reset_noise_scale`); 0 trains with
             full reset noise from the first step. See the module docstring.
         ppo: PPO hyperparameters, `PPO_DEFAULTS` overridden by these keys.
