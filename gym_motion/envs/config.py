@@ -141,8 +141,9 @@ class SamplingCfg:
 
     Attributes:
         mode: "adaptive" (failure-weighted bins), "uniform" or "start" (frame 0, for eval).
-        ema_alpha: per-step EMA weight of the failure rates.
-        uniform_weight: added to every bin's failure rate (0.1 / num_bins) before normalising.
+        ema_alpha: per-step EMA weight of the failure counts.
+        uniform_weight: u, the uniform share of the mixture p = (1 - u) * normalised failure
+            EMA + u / num_bins.
         bin_s: bin width, s.
     """
 

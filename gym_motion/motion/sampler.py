@@ -3,11 +3,16 @@ section 10).
 
 Every clip is cut into ``floor(T / bin_frames) + 1`` equal bins (``bin_frames`` = frames per
 second of motion, so about one bin per second). Adaptive sampling keeps an exponential moving
-average of the failure rate per bin, over all clips:
+average of the failures per bin, over all clips, and draws from a mixture of it and uniform:
 
-    failures[b] = (terminated envs whose episode ended in bin b this step) / num_envs
+    failures[b] = terminated envs whose episode ended in bin b this step (a count)
     ema = alpha * failures + (1 - alpha) * ema          (once per control step, alpha = 0.001)
-    p = (ema + uniform_ratio / num_bins) / sum(...)     (uniform_ratio = 0.1)
+    p = (1 - u) * ema / sum(ema) + u / num_bins          (u = uniform_ratio = 0.1)
+
+p is uniform until a failure has been seen. Normalising the EMA makes the preference independent
+of the number of envs: a bin where every failure happens gets 0.9 + 0.1 / num_bins of the
+starts at any N (dividing the counts by N and adding a fixed floor, as this module did before,
+left the failure term ~50x smaller than the floor, i.e. uniform in effect).
 
 A start is drawn by sampling a bin from ``p`` and then a uniform frame inside it. Bin ``b`` of a
 clip with T frames covers frames ``[b, b + 1) * (T - 1) / bins``, so the last frame is never a
@@ -48,9 +53,9 @@ class MotionSampler:
         clip_lengths: ``(C,)`` frames per clip (``MotionLibrary.lengths``), each >= 2.
         fps: frame rate of the clips; bins are ``bin_seconds`` of motion long.
         mode: ``SamplingMode`` or its value.
-        num_envs: envs per step; failure counts are divided by it.
+        num_envs: envs per step (kept for the logs; the probabilities do not depend on it).
         alpha: EMA rate of the failure statistics per ``update`` call (control step).
-        uniform_ratio: probability mass spread uniformly over the bins before normalising.
+        uniform_ratio: u, the uniform share of the mixture (0 <= u <= 1).
         bin_seconds: bin length, s.
         seed: seed of the sampler's own ``np.random.Generator`` (see ``seed``).
 
@@ -96,9 +101,14 @@ class MotionSampler:
 
     @property
     def probabilities(self) -> np.ndarray:
-        """``(num_bins,) float64`` adaptive bin probabilities (sum 1)."""
-        p = self.failure_ema + self.uniform_ratio / self.num_bins
-        return p / p.sum()
+        """``(num_bins,) float64`` adaptive bin probabilities (sum 1): the mixture
+        ``(1 - u) * ema / sum(ema) + u / num_bins``, uniform while ``sum(ema) == 0``."""
+        total = self.failure_ema.sum()
+        uniform = np.full(self.num_bins, 1.0 / self.num_bins)
+        if not total > 0.0:
+            return uniform
+        u = self.uniform_ratio
+        return (1.0 - u) * (self.failure_ema / total) + u * uniform
 
     @property
     def entropy(self) -> float:
@@ -156,6 +166,6 @@ class MotionSampler:
         failed = np.asarray(failed, dtype=bool)
         if failed.any():
             bins = self.bins_of(np.asarray(clip_ids)[failed], np.asarray(frames)[failed])
-            np.add.at(self._failures, bins, 1.0 / max(self.num_envs, 1))
+            np.add.at(self._failures, bins, 1.0)
         self.failure_ema *= 1.0 - self.alpha
         self.failure_ema += self.alpha * self._failures

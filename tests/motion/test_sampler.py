@@ -31,21 +31,37 @@ def test_failures_in_one_bin_raise_its_probability():
     assert in_bin.mean() == pytest.approx(p[target], abs=0.02)
 
 
-def test_failure_counts_are_normalised_by_env_count():
-    few = MotionSampler([500], fps=50.0, num_envs=1)
-    many = MotionSampler([500], fps=50.0, num_envs=100)
-    for s in (few, many):
-        s.update(np.array([0]), np.array([60]), np.array([True]))
-    np.testing.assert_allclose(few.failure_ema, 100 * many.failure_ema)
-    assert few.failure_ema.sum() == pytest.approx(0.001)  # alpha * 1 failure / 1 env
+@pytest.mark.parametrize("num_envs", [16, 1024])
+def test_one_always_failing_bin_gets_most_starts_at_any_env_count(num_envs):
+    sampler = MotionSampler([1000], fps=50.0, num_envs=num_envs, seed=0)
+    rng = np.random.default_rng(1)
+    target = 7
+    for _ in range(300):  # one control step each: a few envs end their episode
+        clip_ids, frames = sampler.sample(num_envs // 8, rng)
+        failed = sampler.bins_of(clip_ids, frames) == target
+        sampler.update(clip_ids, frames, failed)
+    assert sampler.probabilities[target] == pytest.approx(0.9 + 0.1 / sampler.num_bins)
+    clip_ids, frames = sampler.sample(20_000, rng)
+    assert (sampler.bins_of(clip_ids, frames) == target).mean() >= 0.5
+
+
+def test_probabilities_are_a_mixture_of_the_normalised_ema_and_uniform():
+    sampler = MotionSampler([500], fps=50.0, num_envs=4, uniform_ratio=0.1)
+    k = sampler.num_bins
+    np.testing.assert_allclose(sampler.probabilities, 1.0 / k)  # uniform before any failure
+    sampler.update(np.array([0, 0, 0]), np.array([60, 60, 300]), np.ones(3, bool))
+    e = sampler.failure_ema
+    np.testing.assert_allclose(e.sum(), 0.001 * 3)  # raw counts, not divided by num_envs
+    np.testing.assert_allclose(sampler.probabilities, 0.9 * e / e.sum() + 0.1 / k)
+    assert sampler.probabilities.sum() == pytest.approx(1.0)
 
 
 def test_truncations_do_not_count_and_the_ema_decays():
     sampler = MotionSampler([500], fps=50.0, num_envs=4)
     sampler.update(np.array([0, 0]), np.array([60, 70]), np.array([True, False]))
-    assert sampler.failure_ema.sum() == pytest.approx(0.001 / 4)
+    assert sampler.failure_ema.sum() == pytest.approx(0.001)
     sampler.update(np.array([], np.int32), np.array([], np.int32), np.array([], bool))
-    assert sampler.failure_ema.sum() == pytest.approx(0.001 / 4 * 0.999)
+    assert sampler.failure_ema.sum() == pytest.approx(0.001 * 0.999)
 
 
 def test_uniform_mode_is_uniform_over_start_frames():
