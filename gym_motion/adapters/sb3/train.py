@@ -83,7 +83,9 @@ class TrainConfig:
             the rollout that passes it (None: no budget). The summary says which limit ended it.
         backend: physics backend name. seed: seeds PPO, torch and the env.
         out: run folder; default ``runs/<date>-<time>``.
-        obs_mode: "policy" (flat) or "dict" (policy + critic groups, SB3 MultiInputPolicy).
+        obs_mode: "dict" (default): asymmetric actor-critic, the actor reads the policy group
+            (160 values), the critic the privileged critic group (286;
+            `AsymmetricActorCriticPolicy`); "policy": both read the policy group (MlpPolicy).
         state_estimation: False drops anchor position and base linear velocity (154 obs).
         eval_episodes: episodes per clip in the before/after evaluations (eval is
             deterministic, so one is enough). eval_max_seconds: cap on an eval episode.
@@ -101,7 +103,7 @@ class TrainConfig:
     backend: str = "mujoco"
     seed: int = 0
     out: str | None = None
-    obs_mode: str = "policy"
+    obs_mode: str = "dict"
     state_estimation: bool = True
     eval_episodes: int = 1
     eval_max_seconds: float | None = None
@@ -207,14 +209,23 @@ def make_model(config: TrainConfig, venv, tensorboard_dir: str | None = None):
     import torch
     from stable_baselines3 import PPO
 
+    import gymnasium as gym
+
+    if (config.obs_mode == "dict") != isinstance(venv.observation_space, gym.spaces.Dict):
+        raise ValueError(
+            f"obs_mode {config.obs_mode!r} needs an env built with obs_mode={config.obs_mode!r}; "
+            f"got observation space {venv.observation_space}"
+        )
     p = config.resolved_ppo()
     rollout = p["n_steps"] * config.num_envs
     batch = max(1, rollout // p["num_minibatches"])
     schedule = KLAdaptiveLR(p["learning_rate"], p["desired_kl"])
     activations = {"elu": torch.nn.ELU, "relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}
     arch = list(p["net_arch"])
+    from gym_motion.adapters.sb3.asymmetric import AsymmetricActorCriticPolicy
+
     model = PPO(
-        "MultiInputPolicy" if config.obs_mode == "dict" else "MlpPolicy",
+        AsymmetricActorCriticPolicy if config.obs_mode == "dict" else "MlpPolicy",
         venv,
         learning_rate=schedule,
         n_steps=p["n_steps"],
@@ -428,7 +439,13 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--backend", default=d.backend, help="physics backend (mujoco, mjwarp)")
     p.add_argument("--seed", type=int, default=d.seed)
     p.add_argument("--out", default=None, help="run folder (default runs/<date>-<time>)")
-    p.add_argument("--obs-mode", choices=("policy", "dict"), default=d.obs_mode)
+    p.add_argument(
+        "--obs-mode",
+        choices=("policy", "dict"),
+        default=d.obs_mode,
+        help="dict: asymmetric actor-critic (actor: policy group, critic: privileged critic "
+        "group); policy: both networks read the policy group",
+    )
     p.add_argument(
         "--no-state-estimation", action="store_true", help="154-value policy observation"
     )

@@ -19,7 +19,7 @@ from gym_motion.robots import g1
 
 
 def test_ppo_learns_under_vecnormalize(tmp_path):
-    config = TrainConfig(num_envs=8, seed=0)
+    config = TrainConfig(num_envs=8, seed=0, obs_mode="policy")
     env = TrackingVecEnv(num_envs=8, autoreset_mode="SameStep", max_episode_steps=40, seed=0)
     venv = VecNormalize(SB3VecEnv(env), norm_reward=False)
     model, _ = make_model(config, venv)
@@ -47,7 +47,9 @@ def test_tracking_log_callback_refuses_an_env_that_is_not_sb3vecenv():
 def test_kl_callback_moves_the_learning_rate_with_the_logged_kl(tmp_path):
     env = TrackingVecEnv(num_envs=2, autoreset_mode="SameStep", seed=0)
     venv = SB3VecEnv(env)
-    model, schedule = make_model(TrainConfig(num_envs=2, ppo={"learning_rate": 1e-3}), venv)
+    model, schedule = make_model(
+        TrainConfig(num_envs=2, obs_mode="policy", ppo={"learning_rate": 1e-3}), venv
+    )
     assert isinstance(schedule, KLAdaptiveLR) and schedule.desired_kl == 0.02
     model.set_logger(configure(str(tmp_path), ["csv"]))
     cb = KLAdaptiveLRCallback(schedule)
