@@ -1,10 +1,11 @@
 """The embedded default motion: stand, squat, swing the arms, stand (8 s, generated, not captured).
 
 The motion is built from joint-space keyframes with cosine easing, starting and ending at
-``DEFAULT_JOINT_POS``. The pelvis stays upright at x = y = 0; its height is set per frame so the
-lowest point of the foot collision geoms touches the floor (z = 0). Body arrays come from the
-same forward-kinematics path as CSV conversion (``clip_from_qpos``). The generator is
-deterministic: ``scripts/make_default_motion.py`` rewrites ``DEFAULT_MOTION_PATH`` bit for bit.
+``DEFAULT_JOINT_POS``. The pelvis stays upright; its height is set per frame so the lowest point
+of the foot collision geoms touches the floor (z = 0), and its x, y so that the feet stay where
+they start (planted: the pelvis moves back as the knees move forward in the squat). Body arrays
+come from the same forward-kinematics path as CSV conversion (``clip_from_qpos``). The
+generator is deterministic: ``scripts/make_default_motion.py`` rewrites ``DEFAULT_MOTION_PATH`` bit for bit.
 """
 
 from __future__ import annotations
@@ -24,10 +25,10 @@ DEFAULT_MOTION_PATH = Path(__file__).resolve().parents[1] / "assets" / "motions"
 DEFAULT_FPS = 50.0
 
 _SQUAT = {
-    "hip_pitch": -0.9,
-    "knee": 1.7,
-    "ankle_pitch": -0.8,  # hip + knee + ankle = 0 keeps the soles level
-    "shoulder_pitch": -0.5,
+    "hip_pitch": -0.85,
+    "knee": 1.5,
+    "ankle_pitch": -0.65,  # hip + knee + ankle = 0 keeps the soles level; 0.15 rad inside the
+    "shoulder_pitch": -0.5,  # ankle's soft limit (-0.803 rad), so an ideal tracker pays nothing
 }
 _LEFT_FORWARD = {"left_shoulder_pitch": -0.6, "right_shoulder_pitch": 0.8, "elbow": 0.9}
 _RIGHT_FORWARD = {"left_shoulder_pitch": 0.8, "right_shoulder_pitch": -0.6, "elbow": 0.9}
@@ -99,6 +100,9 @@ def make_default_motion(fps: float = DEFAULT_FPS, robot=None) -> MotionClip:
     qpos[:, 3] = 1.0  # upright pelvis, identity orientation
     qpos[:, 7:] = joints
     qpos[:, 2] = -_lowest_foot_point(model, qpos, robot.foot_geom_ids(model))
+    feet_xy = _kinematics.body_poses(model, qpos, _kinematics.body_ids(model, robot.foot_bodies))
+    centre = feet_xy[:, :, :2].mean(axis=1)  # (T, 2) mean foot position with the pelvis at 0
+    qpos[:, :2] = -(centre - centre[0])
     return clip_from_qpos(qpos, fps, robot, progress=False)
 
 
