@@ -5,7 +5,8 @@ The motion is built from joint-space keyframes with cosine easing, starting and 
 of the foot collision geoms touches the floor (z = 0), and its x, y so that the feet stay where
 they start (planted: the pelvis moves back as the knees move forward in the squat). Body arrays
 come from the same forward-kinematics path as CSV conversion (``clip_from_qpos``). The
-generator is deterministic: ``scripts/make_default_motion.py`` rewrites ``DEFAULT_MOTION_PATH`` bit for bit.
+generator is deterministic: ``scripts/make_default_motion.py`` rewrites ``DEFAULT_MOTION_PATH``
+bit for bit.
 """
 
 from __future__ import annotations
