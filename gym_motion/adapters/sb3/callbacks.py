@@ -5,6 +5,7 @@
 - `KLAdaptiveLRCallback`: moves a `KLAdaptiveLR` learning rate with each update's KL.
 - `ResetNoiseCurriculum`: ramps the env's reset noise with the fraction of steps done.
 - `ProgressBar`: a tqdm bar over env steps. `WallClockBudget`: stops learning after a time.
+- `PeriodicEvaluation`: a deterministic evaluation (clips from their start) every K env steps.
 
 Example::
 
@@ -20,6 +21,8 @@ Example::
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from typing import Any
 
 from stable_baselines3.common.callbacks import BaseCallback
 
@@ -29,6 +32,7 @@ from gym_motion.envs.stats import TrackingStats, tracking_terms
 
 __all__ = [
     "KLAdaptiveLRCallback",
+    "PeriodicEvaluation",
     "ProgressBar",
     "ResetNoiseCurriculum",
     "TrackingLogCallback",
@@ -190,3 +194,48 @@ class WallClockBudget(BaseCallback):
 
     def _on_rollout_end(self) -> None:
         self.hit = time.perf_counter() - self.t0 > self.seconds
+
+
+class PeriodicEvaluation(BaseCallback):
+    """Runs `evaluate` (e.g. `gym_motion.evaluate.evaluate_policy_on_clips` of the current
+    deterministic policy, clips from their start) at the first rollout end after every
+    `every_steps` env steps, and once more at the end of training.
+
+    Logs ``eval/episode_length`` (steps), ``eval/success_rate``, ``eval/mpkpe_mm`` and
+    ``eval/tracking_reward_per_clip_step`` (keys of the result's ``"mean"``); ``history`` keeps
+    ``timesteps`` and those values per evaluation, for the curves PNG.
+
+    Raises:
+        ValueError: `every_steps` < 1.
+    """
+
+    KEYS = ("episode_length", "success_rate", "mpkpe_mm", "tracking_reward_per_clip_step")
+
+    def __init__(self, every_steps: int, evaluate: Callable[[], dict[str, Any]], verbose: int = 0):
+        super().__init__(verbose)
+        if every_steps < 1:
+            raise ValueError(f"every_steps must be >= 1, got {every_steps}")
+        self.every_steps = int(every_steps)
+        self._evaluate = evaluate
+        self._next = self.every_steps
+        self.history: list[dict[str, float]] = []
+
+    def _run(self) -> None:
+        mean = self._evaluate()["mean"]
+        values = {f"eval/{k}": float(mean[k]) for k in self.KEYS if mean.get(k) is not None}
+        for key, value in values.items():
+            self.logger.record(key, value)
+        self.history.append({"timesteps": float(self.num_timesteps), **values})
+
+    def _on_step(self) -> bool:
+        return True
+
+    def _on_rollout_end(self) -> None:
+        if self.num_timesteps >= self._next:
+            self._run()
+            while self._next <= self.num_timesteps:
+                self._next += self.every_steps
+
+    def _on_training_end(self) -> None:
+        if not self.history or self.history[-1]["timesteps"] < self.num_timesteps:
+            self._run()

@@ -92,6 +92,9 @@ class TrainConfig:
         reset_noise_ramp: fraction of `total_steps` over which the reset noise (docs/task.md
             section 9) ramps linearly from none to full (`reset_noise_scale`); 0 trains with
             full reset noise from the first step. See the module docstring.
+        eval_every_steps: a deterministic evaluation from the clip start (`eval_kw` as the
+            before/after ones) every this many env steps and at the end, logged as ``eval/*``
+            and drawn in the curves PNG; 0 turns it off.
         ppo: PPO hyperparameters, `PPO_DEFAULTS` overridden by these keys.
         backend_kwargs: passed to the backend (e.g. num_threads).
     """
@@ -108,6 +111,7 @@ class TrainConfig:
     eval_episodes: int = 1
     eval_max_seconds: float | None = None
     reset_noise_ramp: float = 0.5
+    eval_every_steps: int = 500_000
     ppo: dict[str, Any] = field(default_factory=dict)
     backend_kwargs: dict[str, Any] = field(default_factory=dict)
 
@@ -206,10 +210,9 @@ def make_env(config: TrainConfig, motions: list[str] | None):
 
 def make_model(config: TrainConfig, venv, tensorboard_dir: str | None = None):
     """A PPO model with `config`'s hyperparameters; returns (model, lr schedule)."""
+    import gymnasium as gym
     import torch
     from stable_baselines3 import PPO
-
-    import gymnasium as gym
 
     if (config.obs_mode == "dict") != isinstance(venv.observation_space, gym.spaces.Dict):
         raise ValueError(
@@ -278,20 +281,26 @@ def resolved_config(config: TrainConfig, motions: list[str]) -> dict[str, Any]:
     }
 
 
-def plot_curves(history: list[dict[str, float]], path: Path) -> None:
-    """Episode length and tracking reward per step against env steps, to a PNG."""
+def plot_curves(
+    history: list[dict[str, float]], path: Path, evals: list[dict[str, float]] = ()
+) -> None:
+    """Training curves against env steps, to a PNG: episode length and tracking reward per step
+    of the training rollouts, and (from `evals`, `PeriodicEvaluation.history`) the
+    deterministic evaluation's episode length and MPKPE."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4), constrained_layout=True)
+    fig, axes = plt.subplots(2, 2, figsize=(11, 7.5), constrained_layout=True)
     panels = (
-        ("episode/length", "mean episode length (steps)"),
-        ("rollout/tracking_reward", "tracking reward per step"),
+        (history, "episode/length", "training: mean episode length (steps)"),
+        (history, "rollout/tracking_reward", "training: tracking reward per step"),
+        (evals, "eval/episode_length", "eval from clip start: episode length (steps)"),
+        (evals, "eval/mpkpe_mm", "eval from clip start: MPKPE (mm)"),
     )
-    for ax, (key, title) in zip(axes, panels, strict=True):
-        pts = [(h["timesteps"], h[key]) for h in history if key in h]
+    for ax, (rows, key, title) in zip(axes.flat, panels, strict=True):
+        pts = [(h["timesteps"], h[key]) for h in rows if key in h]
         if pts:
             x, y = zip(*pts, strict=True)
             ax.plot(x, y, lw=1.2)
@@ -316,6 +325,7 @@ def train(config: TrainConfig) -> dict[str, Any]:
 
     from gym_motion.adapters.sb3.callbacks import (
         KLAdaptiveLRCallback,
+        PeriodicEvaluation,
         ProgressBar,
         ResetNoiseCurriculum,
         TrackingLogCallback,
@@ -362,6 +372,13 @@ def train(config: TrainConfig) -> dict[str, Any]:
     if seconds is not None:
         budget = WallClockBudget(seconds)
         callbacks.append(budget)
+    evals = None
+    if config.eval_every_steps:
+        evals = PeriodicEvaluation(
+            config.eval_every_steps,
+            lambda: evaluate_policy_on_clips(motions, model_policy(model, venv), **eval_kw),
+        )
+        callbacks.append(evals)
 
     t0 = time.perf_counter()
     interrupted = False
@@ -373,7 +390,7 @@ def train(config: TrainConfig) -> dict[str, Any]:
     wall = time.perf_counter() - t0
     model.save(out / "model.zip")
     venv.save(str(out / "vecnormalize.pkl"))
-    plot_curves(log_cb.history, out / "training_curves.png")
+    plot_curves(log_cb.history, out / "training_curves.png", evals.history if evals else [])
     steps = int(model.num_timesteps)
     summary: dict[str, Any] = {
         "run": str(out),
@@ -456,6 +473,11 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
         "0: full from the start (default %(default)s)",
     )  # fmt: skip
     p.add_argument(
+        "--eval-every", type=int, default=d.eval_every_steps, metavar="STEPS",
+        help="deterministic evaluation from the clip start every STEPS env steps, in the logs "
+        "and curves (0: off; default %(default)s)",
+    )  # fmt: skip
+    p.add_argument(
         "--ppo", nargs="*", default=[], metavar="KEY=VALUE",
         help=f"override PPO settings ({', '.join(PPO_DEFAULTS)}), values as JSON",
     )  # fmt: skip
@@ -487,6 +509,7 @@ def _run_cli(args: argparse.Namespace) -> int:
         obs_mode=args.obs_mode,
         state_estimation=not args.no_state_estimation,
         reset_noise_ramp=args.reset_noise_ramp,
+        eval_every_steps=args.eval_every,
         ppo=_parse_overrides(args.ppo),
         backend_kwargs={"num_threads": args.num_threads} if args.num_threads else {},
     )

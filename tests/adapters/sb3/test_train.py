@@ -53,13 +53,15 @@ def test_train_cli_flags_and_defaults():
         "command": "train", "motion": [], "num_envs": 256, "total_steps": 3_000_000,
         "max_minutes": 12.0, "backend": "mujoco", "seed": 0, "out": None, "obs_mode": "dict",
         "no_state_estimation": False, "num_threads": None, "reset_noise_ramp": 0.5, "ppo": [],
+        "eval_every": 500_000,
     }  # fmt: skip
 
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("runs") / "tiny"
-    argv = ["train", "--num-envs", "4", "--total-steps", "200", "--seed", "1", "--out", str(out)]
+    argv = ["train", "--num-envs", "4", "--total-steps", "200", "--seed", "1", "--out", str(out),
+            "--eval-every", "100"]  # fmt: skip
     assert main(argv) == 0
     return out
 
@@ -88,6 +90,13 @@ def test_train_writes_the_run_folder(tiny_run):
         scales = [float(row["curriculum/reset_noise_scale"]) for row in csv.DictReader(f)]
     # 3 rollouts of 96 steps over a 200-step budget, ramp over its first half
     assert scales == [0.0, 0.96, 1.0]
+    with open(tiny_run / "progress.csv") as f:
+        rows = list(csv.DictReader(f))
+    # periodic deterministic evaluations at the first rollout ends past 100 and 200 steps
+    evals = [(int(r["time/total_timesteps"]), float(r["eval/episode_length"]))
+             for r in rows if r.get("eval/episode_length")]  # fmt: skip
+    assert [t for t, _ in evals] == [192, 288]
+    assert all(0 < length <= 400 for _, length in evals)  # the 8 s default clip
 
 
 def test_eval_cli_on_the_run(tiny_run, capsys):
