@@ -9,6 +9,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from gym_motion.envs.tracking import ACTION_BOUND, TrackingVecEnv
+from gym_motion.render import RENDER_MODES
 
 __all__ = ["ACTION_BOUND", "TrackingEnv"]
 
@@ -16,20 +17,24 @@ __all__ = ["ACTION_BOUND", "TrackingEnv"]
 class TrackingEnv(gym.Env):
     """One G1 tracking env for `gymnasium.make`, tools that want a `gymnasium.Env`, and viewers.
 
-    Takes the keyword arguments of `TrackingVecEnv` (except num_envs and autoreset_mode).
-    Observations are the single-env slices; info values are the env's scalars; the action
-    space is the vector env's single action space.
+    Takes the keyword arguments of `TrackingVecEnv` (except num_envs, autoreset_mode and
+    render_envs). Observations are the single-env slices; info values are the env's scalars;
+    the action space is the vector env's single action space. With ``render_mode="rgb_array"``,
+    `render` returns one (H, W, 3) uint8 frame: the robot and its reference ghost
+    (`gym_motion.render`; ``render_cfg`` sets size, camera and colours).
     """
 
-    metadata = {"render_modes": []}
+    metadata = {"render_modes": list(RENDER_MODES), "render_fps": 50}
 
     def __init__(self, **kwargs: Any):
         kwargs.pop("num_envs", None)
         kwargs.pop("autoreset_mode", None)
+        kwargs.pop("render_envs", None)
         self.vec = TrackingVecEnv(num_envs=1, autoreset_mode=AutoresetMode.DISABLED, **kwargs)
         self.observation_space = self.vec.single_observation_space
         self.action_space = self.vec.single_action_space
-        self.render_mode = None
+        self.render_mode = self.vec.render_mode
+        self.metadata = {**self.metadata, "render_fps": self.vec.metadata["render_fps"]}
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
@@ -46,6 +51,12 @@ class TrackingEnv(gym.Env):
             bool(truncated[0]),
             _scalars(info),
         )
+
+    def render(self) -> np.ndarray | None:
+        """The env's frame, (H, W, 3) uint8, or None without a render mode (see
+        `TrackingVecEnv.render`)."""
+        frames = self.vec.render()
+        return None if frames is None else frames[0]
 
     def close(self) -> None:
         self.vec.close()

@@ -22,6 +22,7 @@ from gym_motion.managers.reward import RewardManager
 from gym_motion.managers.state import MDPState
 from gym_motion.managers.termination import TerminationManager
 from gym_motion.motion.library import MotionLibrary
+from gym_motion.render import RENDER_MODES, RenderCfg, TrackingRenderer, check_render_mode
 from gym_motion.robots.spec import body_ids
 
 # Actions are declared in [-ACTION_BOUND, ACTION_BOUND] (RL libraries such as SB3 need a bounded
@@ -71,13 +72,20 @@ class TrackingVecEnv(VectorEnv):
             clips are validated against it).
         backend_kwargs: backend settings of `BackendCfg` (``num_threads``, ``cpu_ids``,
             ``device``, ``nconmax``, ``njmax``, ``on_overflow``), over ``cfg.backend``.
+        render_mode: None or "rgb_array": `render` returns a tuple (as gymnasium's
+            `SyncVectorEnv`) of `render_envs` frames, (H, W, 3) uint8 each, of the first
+            `render_envs` envs: the robot and its reference pose as a translucent ghost, from a
+            camera on the anchor body (`gym_motion.render`). Needs an OpenGL context
+            (``MUJOCO_GL=egl`` without a display).
+        render_envs: how many envs `render` draws (the first ones), 1 .. num_envs.
+        render_cfg: frame size, camera and colours (`gym_motion.render.RenderCfg`).
 
     After construction ``env.cfg`` holds all of these choices but the motion, the modes and
     the time limit: ``TrackingEnvCfg.from_json(env.cfg.to_json())`` rebuilds the same task.
 
     Raises:
-        ValueError: bad num_envs, obs_mode, autoreset_mode, backend or backend setting, or a
-            motion library whose joints are not the robot's.
+        ValueError: bad num_envs, obs_mode, autoreset_mode, render_mode, render_envs, backend
+            or backend setting, or a motion library whose joints are not the robot's.
 
     Example:
         >>> import gymnasium as gym, gym_motion  # doctest: +SKIP
@@ -87,7 +95,11 @@ class TrackingVecEnv(VectorEnv):
         >>> obs, rew, terminated, truncated, info = envs.step(envs.action_space.sample())
     """
 
-    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
+    metadata = {
+        "autoreset_mode": AutoresetMode.NEXT_STEP,
+        "render_modes": list(RENDER_MODES),
+        "render_fps": 50,  # instances: 1 / control step
+    }
 
     def __init__(
         self,
@@ -103,6 +115,8 @@ class TrackingVecEnv(VectorEnv):
         model_path: str | os.PathLike | None = None,
         backend_kwargs: dict[str, Any] | None = None,
         render_mode: str | None = None,
+        render_envs: int = 1,
+        render_cfg: RenderCfg | None = None,
     ):
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
@@ -116,9 +130,15 @@ class TrackingVecEnv(VectorEnv):
         self.autoreset_mode = _autoreset_mode(autoreset_mode)
         self.metadata = {**self.metadata, "autoreset_mode": self.autoreset_mode}
         self.obs_mode = obs_mode
-        self.render_mode = render_mode
+        self.render_mode = check_render_mode(render_mode)
+        if not 1 <= render_envs <= num_envs:
+            raise ValueError(f"render_envs must be in [1, num_envs={num_envs}], got {render_envs}")
+        self.render_envs = int(render_envs)
+        self.render_cfg = render_cfg or RenderCfg()
+        self._renderer: TrackingRenderer | None = None  # made by the first `render`
         self.dt = cfg.sim.control_dt
         self.max_episode_steps = int(max_episode_steps or round(cfg.episode_length_s / self.dt))
+        self.metadata["render_fps"] = round(1.0 / self.dt)
         self._seed = seed
 
         self.library = MotionLibrary.load(motion, robot, fps=1.0 / self.dt)
@@ -284,8 +304,28 @@ class TrackingVecEnv(VectorEnv):
         self._lap("observation", t)
         return obs, reward, terminated, truncated, info
 
+    def render(self) -> tuple[np.ndarray, ...] | None:
+        """Frames of the first `render_envs` envs with ``render_mode="rgb_array"``: a tuple of
+        (H, W, 3) uint8 arrays (new each call); None (with gymnasium's warning) without a
+        render mode. The first call makes the OpenGL context (`TrackingRenderer`).
+
+        Raises:
+            RuntimeError: `reset` was not called first, or no OpenGL context could be made.
+        """
+        if self.render_mode is None:
+            gym.logger.warn("TrackingVecEnv.render() without a render_mode returns None")
+            return None
+        if not self._was_reset:
+            raise RuntimeError("TrackingVecEnv: call reset() before render()")
+        if self._renderer is None:
+            self._renderer = TrackingRenderer(self.cfg.robot, self.render_cfg)
+        return tuple(self._renderer.render_state(self.state, i) for i in range(self.render_envs))
+
     def close(self, **kwargs: Any) -> None:
-        """Release the backend's threads and memory."""
+        """Release the backend's threads and memory, and the renderer's OpenGL context."""
+        if getattr(self, "_renderer", None) is not None:
+            self._renderer.close()
+            self._renderer = None
         if getattr(self, "backend", None) is not None:
             self.backend.close()
             self.backend = None
