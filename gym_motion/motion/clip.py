@@ -26,13 +26,16 @@ import mujoco
 import numpy as np
 
 from gym_motion.motion import _kinematics, _quat
+from gym_motion.motion.formats import FileKind, sniff, unsupported_message
 from gym_motion.robots.spec import RobotSpec
 
 __all__ = [
     "FORMAT_VERSION",
     "MotionClip",
     "MotionFormatError",
+    "check_fps",
     "load_clip",
+    "rates_equal",
     "resample_grid",
     "save_clip",
 ]
@@ -48,6 +51,7 @@ ARRAY_KEYS: tuple[str, ...] = (
     "body_ang_vel_w",
 )
 REQUIRED_KEYS: tuple[str, ...] = ("fps",) + ARRAY_KEYS
+OPTIONAL_KEYS: tuple[str, ...] = ("source_fps", "format_version", "joint_names", "body_names")
 _BODY_VEC_SIZE = {"body_pos_w": 3, "body_quat_w": 4, "body_lin_vel_w": 3, "body_ang_vel_w": 3}
 
 QUAT_NORM_TOL = 1e-3  # |norm - 1| above this is an error
@@ -57,6 +61,34 @@ MIN_ROOT_HEIGHT = 0.0  # m, the root body origin below the floor plane is an err
 JOINT_LIMIT_TOL = 1e-3  # rad beyond the joint range before a warning
 MAX_JOINT_JUMP = 0.5  # rad between consecutive frames before a warning
 WORLD_BODY = "world"
+RATE_RTOL = 1e-9  # frame rates closer than this (relative) are the same rate
+
+
+def rates_equal(a: float, b: float) -> bool:
+    """True when frame rates ``a`` and ``b`` (Hz) are the same to ``RATE_RTOL`` (relative).
+
+    The one comparison of rates wherever a clip or library enters (`load_clip`,
+    `MotionClip.resample`, `gym_motion.motion.MotionLibrary` and its ``load``), so a rate
+    parsed from a file as 49.99999999999 is 50.
+    """
+    a, b = float(a), float(b)
+    return abs(a - b) <= RATE_RTOL * max(abs(a), abs(b))
+
+
+def check_fps(fps: float, what: str = "fps") -> float:
+    """``fps`` as a float, Hz.
+
+    Raises:
+        ValueError: ``fps`` is not a finite number > 0 (the message names ``what`` and the
+            value).
+    """
+    try:
+        value = float(fps)
+    except (TypeError, ValueError):
+        value = float("nan")
+    if not np.isfinite(value) or value <= 0.0:
+        raise ValueError(f"{what} must be a positive frame rate in Hz, got {fps!r}")
+    return value
 
 
 class MotionFormatError(ValueError):
@@ -131,10 +163,13 @@ class MotionClip:
 
         The time grid is ``k / fps`` for ``k = 0 .. floor(duration * fps)``, so the duration is kept
         to within one frame and the last frame is kept when it falls on the grid. ``source_fps``
-        is carried over.
+        is carried over; a rate equal to ``fps`` (`rates_equal`) returns this clip.
+
+        Raises:
+            ValueError: ``fps`` is not a positive number.
         """
-        fps = float(fps)
-        if fps == self.fps:
+        fps = check_fps(fps)
+        if rates_equal(fps, self.fps):
             return self
         i0, i1, blend = resample_grid(self.num_frames, self.fps, fps)
         b2 = blend[:, None]
@@ -254,17 +289,26 @@ def load_clip(
     body_names: tuple[str, ...] | list[str] | None = None,
     check_kinematics: bool = True,
 ) -> MotionClip:
-    """Load, validate and (optionally) resample a motion npz.
+    """Load, validate and (optionally) resample a motion clip: an npz, or a GMR pickle.
 
-    Joints named in ``joint_names`` are reordered to the robot's joint order; files without
-    names must already be in it.
+    The format is read from the file's content, not its name (`gym_motion.motion.formats`):
+    an npz (``save_clip``'s, or a legacy mjlab/BeyondMimic one), or a GMR robot-motion pickle
+    (converted in memory like ``gym-motion convert`` does, `gym_motion.motion.convert.
+    convert_gmr`; read without running code from the file). A CSV has no frame rate and must
+    be converted first. Joints named in ``joint_names`` are reordered to the robot's joint
+    order; files without names must already be in it.
+
+    Frame rates: every file states its rate; with ``fps`` the clip is resampled to it (the rate
+    rule of every entry point: files are resampled to the rate asked for, clip and library
+    objects at another rate are refused, see `gym_motion.motion.MotionLibrary`).
 
     Args:
-        path: npz file written by ``save_clip`` or a legacy converter.
+        path: npz file written by ``save_clip`` or a legacy converter, or a GMR pickle.
         robot: the `RobotSpec` the clip is checked against (names, and forward kinematics of its
             model); None means `gym_motion.robots.g1.G1`.
-        fps: target rate (the env's control rate, e.g. 50.0); the clip is resampled when its rate
-            differs and ``source_fps`` keeps the file's rate. None keeps the file's rate.
+        fps: target rate, Hz (the env's control rate, e.g. 50.0); the clip is resampled when
+            its rate differs (`rates_equal`) and ``source_fps`` keeps the file's rate. None
+            keeps the file's rate.
         body_names: names of the body arrays' entries for legacy files without ``body_names``
             (an entry named ``"world"`` is a static world body and is dropped). Without it a
             legacy file loads only if its body count is unambiguous: ``len(BODY_NAMES)`` bodies
@@ -276,11 +320,15 @@ def load_clip(
         The clip, float32 arrays, world frame, SI units.
 
     Raises:
-        MotionFormatError: missing keys, wrong shapes, fewer than 2 frames, NaN/Inf, quaternion
-            norms off by more than ``QUAT_NORM_TOL``, joint names or count not the robot's, body
-            names unknown to the robot or an ambiguous legacy layout, the root below the floor,
-            or body positions inconsistent with the root pose and joints. Messages name the
-            file, key, frame and joint/body.
+        MotionFormatError: "unsupported format: <file> is <what it is>; supported: ..." for a
+            file that is none of the formats (empty, text, other pickles, other zip archives,
+            binary data ...); "convert it first" for a CSV; missing keys, wrong shapes, fewer
+            than 2 frames, NaN/Inf, quaternion norms off by more than ``QUAT_NORM_TOL``, joint
+            names or count not the robot's, body names unknown to the robot or an ambiguous
+            legacy layout, the root below the floor, or body positions inconsistent with the
+            root pose and joints (with "looks like xyzw" when the body quaternions match read
+            scalar-last). Messages name the file, key, frame and joint/body.
+        ValueError: ``fps`` is not a positive number.
         FileNotFoundError: no such file.
 
     Warns:
@@ -288,27 +336,27 @@ def load_clip(
             jumps above ``MAX_JOINT_JUMP`` rad, with the frame index.
     """
     robot = _kinematics.default_robot() if robot is None else robot
+    if fps is not None:
+        fps = check_fps(fps)
     path = Path(path)
     src = str(path)
-    if path.suffix.lower() == ".csv":
+    found = sniff(path)
+    if found.kind is FileKind.PICKLE:
+        from gym_motion.motion.convert import convert_gmr  # convert imports this module
+
+        clip = convert_gmr(path, output_fps=fps, robot=robot, checks=False)
+        validate_clip(clip, robot, source=src, check_kinematics=False)
+        return clip
+    if found.kind is FileKind.CSV:
         raise MotionFormatError(
-            f"{src}: is a CSV; convert it to a clip first: "
+            f"{src}: is a CSV, which has no frame rate; convert it to a clip first: "
             f"gym-motion convert {path} -o clip.npz --input-fps FPS"
         )
-    try:
-        archive = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, zipfile.BadZipFile) as exc:
-        if isinstance(exc, FileNotFoundError):
-            raise
-        raise MotionFormatError(f"{src}: not a readable npz archive ({exc})") from exc
-    with archive:
-        missing = [k for k in REQUIRED_KEYS if k not in archive.files]
-        if missing:
-            raise MotionFormatError(
-                f"{src}: missing key(s) {missing}; a motion npz needs {list(REQUIRED_KEYS)} "
-                f"(found {sorted(archive.files)})"
-            )
-        data = {k: np.asarray(archive[k]) for k in archive.files}
+    if found.kind is not FileKind.NPZ:
+        raise MotionFormatError(
+            unsupported_message(src, found.description, robot.name, len(robot.joint_names))
+        )
+    data = _read_npz(path, src, robot)
 
     file_fps = _scalar(data["fps"], "fps", src)
     if not np.isfinite(file_fps) or file_fps <= 0:
@@ -348,9 +396,43 @@ def load_clip(
         **arrays,
     )
     validate_clip(clip, robot, source=src, check_kinematics=check_kinematics)
-    if fps is not None and float(fps) != clip.fps:
+    if fps is not None:
         clip = clip.resample(fps)
     return clip
+
+
+def _read_npz(path: Path, src: str, robot: RobotSpec) -> dict[str, np.ndarray]:
+    """The motion keys of an npz archive (other keys are not read)."""
+    try:
+        archive = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, zipfile.BadZipFile) as exc:
+        raise MotionFormatError(f"{src}: a damaged npz archive ({exc})") from exc
+    with archive:
+        keys = sorted(archive.files)
+        if not any(k in archive.files for k in ARRAY_KEYS):
+            what = f"an npz without motion arrays (keys {keys}; a clip has {list(REQUIRED_KEYS)})"
+            raise MotionFormatError(
+                unsupported_message(src, what, robot.name, len(robot.joint_names))
+            )
+        missing = [k for k in REQUIRED_KEYS if k not in archive.files]
+        if missing:
+            raise MotionFormatError(
+                f"{src}: missing key(s) {missing}; a motion npz needs {list(REQUIRED_KEYS)} "
+                f"(found {keys})"
+            )
+        data = {}
+        for key in REQUIRED_KEYS + OPTIONAL_KEYS:
+            if key not in archive.files:
+                continue
+            try:
+                data[key] = np.asarray(archive[key])
+            except (ValueError, OSError, zipfile.BadZipFile) as exc:
+                if "allow_pickle" in str(exc):
+                    reason = "holds Python objects (an object array), not numbers or names"
+                else:
+                    reason = f"cannot be read ({exc})"
+                raise MotionFormatError(f"{src}: key {key!r} {reason}") from exc
+    return data
 
 
 def validate_clip(
@@ -514,29 +596,55 @@ def _check_finite(a: np.ndarray, key: str, clip: MotionClip, src: str) -> None:
     )
 
 
-def _root_qpos(clip: MotionClip, root: str, frames: np.ndarray) -> np.ndarray:
+def _root_qpos(
+    clip: MotionClip, root: str, frames: np.ndarray, scalar_last: bool = False
+) -> np.ndarray:
+    """``qpos (F, 7 + J)`` of ``frames``: the root body's pose and the joints.
+
+    ``scalar_last`` reads the stored root quaternion as xyzw instead of wxyz.
+    """
     r = clip.body_index(root)
-    quat = _quat.normalize(clip.body_quat_w[frames, r])
-    return np.concatenate(
-        (clip.body_pos_w[frames, r].astype(np.float64), quat, clip.joint_pos[frames]), axis=-1
-    )
+    quat = clip.body_quat_w[frames, r]
+    if scalar_last:
+        quat = quat[:, [3, 0, 1, 2]]
+    pos = clip.body_pos_w[frames, r].astype(np.float64)
+    return np.concatenate((pos, _quat.normalize(quat), clip.joint_pos[frames]), axis=-1)
+
+
+def _fk_error(
+    clip: MotionClip, robot: RobotSpec, model: mujoco.MjModel, frames: np.ndarray, scalar_last
+) -> np.ndarray:
+    """``(F, B)`` m between forward kinematics and the stored body positions."""
+    qpos = _root_qpos(clip, robot.root_body, frames, scalar_last)
+    ids = _kinematics.body_ids(model, clip.body_names)
+    fk = _kinematics.body_poses(model, qpos, ids)
+    return np.linalg.norm(fk - clip.body_pos_w[frames], axis=-1)
 
 
 def _check_kinematics(clip: MotionClip, robot: RobotSpec, model: mujoco.MjModel, src: str) -> None:
     frames = np.unique(np.linspace(0, clip.num_frames - 1, KINEMATIC_SAMPLES).round().astype(int))
-    qpos = _root_qpos(clip, robot.root_body, frames)
-    ids = _kinematics.body_ids(model, clip.body_names)
-    fk = _kinematics.body_poses(model, qpos, ids)
-    err = np.linalg.norm(fk - clip.body_pos_w[frames], axis=-1)  # (F, B)
-    if err.max() > KINEMATIC_TOL:
-        f, b = np.unravel_index(np.argmax(err), err.shape)
-        raise MotionFormatError(
-            f"{src}: key 'body_pos_w' frame {frames[f]} body {clip.body_names[b]!r}: forward "
-            f"kinematics of the root pose and joint_pos puts it {err[f, b]:.3f} m away (tolerance "
-            f"{KINEMATIC_TOL} m; {int((err > KINEMATIC_TOL).sum())} of {err.size} sampled "
-            "body-frames off). The file's body order or joint order does not match its names "
-            "(or the robot's order for a legacy file)"
+    err = _fk_error(clip, robot, model, frames, scalar_last=False)  # (F, B)
+    if err.max() <= KINEMATIC_TOL:
+        return
+    f, b = np.unravel_index(np.argmax(err), err.shape)
+    cause = (
+        "The file's body order or joint order does not match its names (or the robot's order "
+        "for a legacy file)"
+    )
+    # The other quaternion convention: a clip stored xyzw poses the root wrongly read as wxyz.
+    other = _fk_error(clip, robot, model, frames, scalar_last=True)
+    if other.max() <= KINEMATIC_TOL:
+        cause = (
+            f"key 'body_quat_w' looks like xyzw (scalar last): read that way, forward kinematics "
+            f"matches to {other.max() * 1e3:.2f} mm. Store quaternions wxyz (scalar first), "
+            "e.g. body_quat_w[..., [3, 0, 1, 2]]"
         )
+    raise MotionFormatError(
+        f"{src}: key 'body_pos_w' frame {frames[f]} body {clip.body_names[b]!r}: forward "
+        f"kinematics of the root pose and joint_pos puts it {err[f, b]:.3f} m away (tolerance "
+        f"{KINEMATIC_TOL} m; {int((err > KINEMATIC_TOL).sum())} of {err.size} sampled "
+        f"body-frames off). {cause}"
+    )
 
 
 def _warn_joint_limits(clip: MotionClip, model: mujoco.MjModel, src: str) -> None:
