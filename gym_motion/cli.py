@@ -23,8 +23,6 @@ import sys
 import warnings
 from collections.abc import Callable, Sequence
 
-import numpy as np
-
 Registrar = Callable[[argparse._SubParsersAction], None]
 
 
@@ -35,13 +33,20 @@ Registrar = Callable[[argparse._SubParsersAction], None]
 def _register_convert(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "convert",
-        help="convert a retargeted motion CSV (root xyz, root quat xyzw, joints) to a clip npz",
-        description="Resample a LAFAN1-style G1 CSV, differentiate it and fill body poses and "
-        "velocities by MuJoCo forward kinematics.",
+        help="convert a retargeted motion (G1 CSV, GMR pickle, npz) to a clip npz",
+        description="Resample a LAFAN1-style G1 CSV (root xyz, root quat xyzw, 29 joints) or a "
+        "GMR pickle (or an npz), differentiate it, fill body poses and velocities by MuJoCo "
+        "forward kinematics, and warn about soft-limit violations, self and floor penetration "
+        "and joint jumps. The format is read from the file's content.",
     )
-    p.add_argument("csv", help="input CSV: no header, 36 columns")
+    p.add_argument("input", help="a G1 CSV (no header, 36 columns), a GMR .pkl or a clip .npz")
     p.add_argument("-o", "--output", required=True, help="output .npz")
-    p.add_argument("--input-fps", type=float, required=True, help="frame rate of the CSV rows")
+    p.add_argument(
+        "--input-fps",
+        type=float,
+        default=None,
+        help="frame rate of a CSV's rows (required for a CSV; a pickle or npz states its own)",
+    )
     p.add_argument("--output-fps", type=float, default=50.0, help="frame rate of the clip")
     p.add_argument(
         "--frames",
@@ -51,16 +56,19 @@ def _register_convert(subparsers: argparse._SubParsersAction) -> None:
         help="0-based input rows [FIRST, STOP) to convert (a slice)",
     )
     p.add_argument(
-        "--quat-order", choices=("xyzw", "wxyz"), default="xyzw", help="root quaternion columns"
+        "--quat-order",
+        choices=("xyzw", "wxyz"),
+        default="xyzw",
+        help="root quaternion order of a CSV or pickle",
     )
     p.set_defaults(func=_run_convert)
 
 
 def _run_convert(args: argparse.Namespace) -> int:
-    from gym_motion.motion.convert import convert_csv
+    from gym_motion.motion.convert import convert_motion
 
-    clip = convert_csv(
-        args.csv,
+    clip = convert_motion(
+        args.input,
         args.output,
         input_fps=args.input_fps,
         output_fps=args.output_fps,
@@ -79,49 +87,33 @@ def _run_convert(args: argparse.Namespace) -> int:
 
 
 def _register_inspect(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("inspect", help="summarise and validate a motion clip npz")
-    p.add_argument("clip", help="motion .npz")
+    p = subparsers.add_parser(
+        "inspect",
+        help="validate motion clips and report what a perfect tracker is penalised for",
+        description="Per clip: soft and hard joint-limit violations per joint, self-penetration "
+        "per body pair and floor penetration per body in the reference pose (frames and "
+        "depth), and joint jumps.",
+    )
+    p.add_argument("clip", nargs="+", help="motion .npz or GMR .pkl file(s)")
     p.add_argument("--top", type=int, default=5, help="how many largest joint jumps to list")
     p.set_defaults(func=_run_inspect)
 
 
 def _run_inspect(args: argparse.Namespace) -> int:
-    from gym_motion.motion import _kinematics
+    from gym_motion.motion.checks import check_motion
     from gym_motion.motion.clip import load_clip
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        clip = load_clip(args.clip)
-    robot = _kinematics.default_robot()
-    model = _kinematics.robot_model(robot)
-    root_z = clip.body_pos_w[:, clip.body_index(robot.root_body), 2]
-    print(f"clip:        {args.clip}")
-    print(f"frames:      {clip.num_frames}")
-    print(f"duration:    {clip.duration:.3f} s")
-    print(f"fps:         {clip.fps:g} (source {clip.source_fps:g})")
-    print(f"bodies:      {len(clip.body_names)} ({clip.body_names[0]} first)")
-    print(f"root height: {root_z.min():.3f} .. {root_z.max():.3f} m")
-
-    ranges = np.array([model.joint(n).range for n in clip.joint_names])
-    limited = np.array([bool(model.joint(n).limited) for n in clip.joint_names])
-    over = np.maximum(clip.joint_pos - ranges[:, 1], ranges[:, 0] - clip.joint_pos)
-    over = np.where(limited, over, 0.0)
-    violating = np.flatnonzero((over > 0).any(axis=0))
-    print(f"joint-limit violations: {len(violating)} joint(s)")
-    for j in violating:
-        frames = np.flatnonzero(over[:, j] > 0)
-        print(
-            f"  {clip.joint_names[j]:28s} {len(frames):5d} frames (first {frames[0]}), "
-            f"worst {over[:, j].max():.4f} rad at frame {int(np.argmax(over[:, j]))}"
-        )
-    jumps = np.abs(np.diff(clip.joint_pos, axis=0))  # (T-1, J)
-    order = np.argsort(jumps, axis=None)[::-1][: args.top]
-    print(f"largest joint jumps between consecutive frames (top {len(order)}):")
-    for flat in order:
-        t, j = np.unravel_index(flat, jumps.shape)
-        print(f"  {clip.joint_names[j]:28s} {jumps[t, j]:.4f} rad, frame {t} -> {t + 1}")
-    for w in caught:
-        print(f"warning: {w.message}")
+    for n, path in enumerate(args.clip):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            clip = load_clip(path)
+        if n:
+            print()
+        print(f"clip:        {path}")
+        for line in check_motion(clip, top_jumps=args.top).lines():
+            print(line)
+        for w in caught:
+            print(f"warning: {w.message}")
     return 0
 
 
@@ -192,7 +184,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     args = build_parser().parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        with warnings.catch_warnings():
+            if not os.environ.get("GYM_MOTION_DEBUG"):
+                warnings.showwarning = _print_warning
+            return int(args.func(args) or 0)
     except ModuleNotFoundError as exc:
         if os.environ.get("GYM_MOTION_DEBUG") or exc.name not in _OPTIONAL:
             raise
@@ -209,6 +204,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except BrokenPipeError:  # output piped into `head` and the like
         return 0
+
+
+def _print_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Show a warning as ``warning: <message>`` on stderr: the message only, without the
+    file, line and source text of the code that issued it (``GYM_MOTION_DEBUG=1`` keeps
+    Python's format)."""
+    print(f"warning: {message}", file=sys.stderr if file is None else file)
 
 
 # Packages of the [sb3] extra: their absence is a set-up problem, not a bug.

@@ -109,7 +109,7 @@ class MotionReport:
         self_penetration: per body pair, m of penetration of their collision geoms.
         floor_penetration: per body, m of its collision geoms below the floor.
         joint_jumps: per joint, steps with a change above ``MAX_JOINT_JUMP`` rad.
-        largest_jumps: the `TOP_JUMPS` largest single-joint steps, (joint, rad, frame t).
+        largest_jumps: the largest single-joint steps, (joint, rad, frame t), largest first.
     """
 
     num_frames: int
@@ -230,7 +230,9 @@ class MotionReport:
         return messages
 
 
-def check_motion(clip: MotionClip, robot: RobotSpec | None = None) -> MotionReport:
+def check_motion(
+    clip: MotionClip, robot: RobotSpec | None = None, top_jumps: int = TOP_JUMPS
+) -> MotionReport:
     """Check every frame of ``clip`` against ``robot`` (default `gym_motion.robots.G1`).
 
     Args:
@@ -238,6 +240,7 @@ def check_motion(clip: MotionClip, robot: RobotSpec | None = None) -> MotionRepo
             among its bodies, as `load_clip` and the converters return them).
         robot: the robot; its simulation model (`RobotSpec.build_model`, with the floor) gives
             joint ranges, collision geoms, contact filters and excluded pairs.
+        top_jumps: how many of the largest single-joint frame-to-frame changes to list.
 
     Returns:
         `MotionReport`.
@@ -264,7 +267,7 @@ def check_motion(clip: MotionClip, robot: RobotSpec | None = None) -> MotionRepo
     self_depth, floor_depth, pair_names, body_names = _penetrations(clip, robot, model, root)
     jumps = np.abs(np.diff(joint_pos, axis=0))
     names = clip.joint_names
-    order = np.argsort(jumps, axis=None)[::-1][:TOP_JUMPS]
+    order = np.argsort(jumps, axis=None)[::-1][: max(0, int(top_jumps))]
     largest = tuple(
         (names[j], float(jumps[t, j]), int(t))
         for t, j in (np.unravel_index(flat, jumps.shape) for flat in order)

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from gym_motion.motion import _kinematics
-from gym_motion.motion.clip import ARRAY_KEYS, MotionClip, load_clip
+from gym_motion.motion.clip import ARRAY_KEYS, MotionClip, check_fps, load_clip, rates_equal
 from gym_motion.robots.spec import RobotSpec
 
 __all__ = ["MotionLibrary"]
@@ -32,11 +32,21 @@ _FIELDS = ARRAY_KEYS  # the clip arrays, stored concatenated
 class MotionLibrary:
     """Clips at one rate concatenated into flat float32 arrays.
 
+    Frame rates, the same rule wherever clips enter: files are resampled to the rate asked
+    for when loaded (`load_clip` ``fps=``, `from_paths`, `load` with paths); clip and library
+    objects at another rate are refused with an error naming both rates (here, and in `load`
+    for a library), compared with `gym_motion.motion.clip.rates_equal`.
+
     Args:
         clips: one or more clips with equal ``fps`` and ``joint_names``; each must contain every
             body of ``body_names`` (in any order).
         body_names: bodies to store, in this order; None stores the first clip's bodies.
         names: a label per clip (for logs); default ``clip0, clip1, ...``.
+        fps: the rate the library must have, Hz; None takes the first clip's.
+
+    Raises:
+        ValueError: no clips; a clip at another rate than ``fps`` (or the first clip's), with
+            other joints, or lacking a body of ``body_names``; ``fps`` not a positive number.
 
     Attributes:
         fps: frames per second of all clips.
@@ -50,12 +60,13 @@ class MotionLibrary:
         clips: Sequence[MotionClip],
         body_names: Sequence[str] | None = None,
         names: Sequence[str] | None = None,
+        fps: float | None = None,
     ) -> None:
         clips = list(clips)
         if not clips:
             raise ValueError("a MotionLibrary needs at least one clip")
         first = clips[0]
-        self.fps = first.fps
+        self.fps = first.fps if fps is None else check_fps(fps)
         self.joint_names = first.joint_names
         self.body_names = tuple(first.body_names if body_names is None else body_names)
         self.names = (
@@ -64,10 +75,10 @@ class MotionLibrary:
         if len(self.names) != len(clips):
             raise ValueError(f"{len(self.names)} names for {len(clips)} clips")
         for name, clip in zip(self.names, clips, strict=True):
-            if clip.fps != self.fps:
+            if not rates_equal(clip.fps, self.fps):
                 raise ValueError(
-                    f"clip {name!r} is at {clip.fps} fps, the library at {self.fps}: load clips "
-                    "with load_clip(..., fps=...) to resample them"
+                    f"clip {name!r} is at {clip.fps} fps, the library at {self.fps}: resample it "
+                    f"(clip.resample({self.fps}), or load_clip(..., fps={self.fps}))"
                 )
             if clip.joint_names != self.joint_names:
                 raise ValueError(f"clip {name!r} has other joint names than the first clip")
@@ -104,9 +115,9 @@ class MotionLibrary:
         files = []
         for p in map(Path, paths):
             if p.is_dir():
-                found = sorted(p.glob("*.npz"))
+                found = sorted([*p.glob("*.npz"), *p.glob("*.pkl")])
                 if not found:
-                    raise FileNotFoundError(f"no .npz motion files in {p}")
+                    raise FileNotFoundError(f"no .npz or .pkl (GMR) motion files in {p}")
                 files.extend(found)
             else:
                 files.append(p)
@@ -134,7 +145,7 @@ class MotionLibrary:
                     f"the motion library's joints {list(motion.joint_names)} are not those of "
                     f"robot {robot.name!r} {list(robot.joint_names)}"
                 )
-            if abs(motion.fps - fps) > 1e-9 * fps:
+            if not rates_equal(motion.fps, fps):
                 raise ValueError(
                     f"the motion library is at {motion.fps} fps but the env steps at {fps} Hz; "
                     f"build it with MotionLibrary.from_paths(..., fps={fps})"

@@ -61,5 +61,5 @@ def test_folders_load_inside_a_list_of_paths(tmp_path):
     (folder / "a.npz").write_bytes(DEFAULT_MOTION_PATH.read_bytes())
     lib = MotionLibrary.from_paths([folder, DEFAULT_MOTION_PATH])
     assert lib.num_clips == 2 and lib.names == ("a", DEFAULT_MOTION_PATH.stem)
-    with pytest.raises(FileNotFoundError, match="no .npz motion files"):
+    with pytest.raises(FileNotFoundError, match=r"no .npz or .pkl \(GMR\) motion files"):
         MotionLibrary.from_paths([tmp_path / "clips", tmp_path])
