@@ -130,6 +130,12 @@ def _register_eval(subparsers: argparse._SubParsersAction) -> None:
     register_cli(subparsers)
 
 
+def _register_render(subparsers: argparse._SubParsersAction) -> None:
+    from gym_motion.video import register_cli
+
+    register_cli(subparsers)
+
+
 def _register_bench(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "bench",
@@ -162,6 +168,7 @@ SUBCOMMANDS: dict[str, Registrar] = {
     "inspect": _register_inspect,
     "train": _register_train,
     "eval": _register_eval,
+    "render": _register_render,
     "bench": _register_bench,
 }
 
@@ -182,6 +189,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     dependency) are printed as one line with exit code 2; set ``GYM_MOTION_DEBUG=1`` for the
     traceback.
     """
+    # MuJoCo picks its OpenGL platform from MUJOCO_GL once, when first imported (not yet
+    # here): without a display, offscreen rendering (render, train's video) needs EGL, which
+    # also works in software without a GPU. A value set by the user wins.
+    if sys.platform.startswith("linux") and not (
+        os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+    ):
+        os.environ.setdefault("MUJOCO_GL", "egl")
     args = build_parser().parse_args(argv)
     try:
         with warnings.catch_warnings():

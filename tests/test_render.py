@@ -1,0 +1,168 @@
+"""Rendering: frames of the robot and its reference ghost, render modes, the env contract."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.vector import AutoresetMode
+
+import gym_motion  # noqa: F401  (registers the ids)
+from gym_motion.envs import TrackingVecEnv, eval_cfg
+from gym_motion.render import RenderCfg, TrackingRenderer, state_qpos
+from gym_motion.robots.g1 import G1
+
+SMALL = RenderCfg(width=160, height=120)
+
+
+def robot_mask(frame: np.ndarray) -> np.ndarray:
+    """Pixels of the robot's colour (orange, `RenderCfg.robot_rgba`): red well above blue."""
+    r, g, b = (frame[..., c].astype(np.int32) for c in range(3))
+    return (r > g + 40) & (r > b + 60)
+
+
+def ghost_mask(frame: np.ndarray) -> np.ndarray:
+    """Pixels of the ghost's colour (translucent blue over the floor or sky)."""
+    r, g, b = (frame[..., c].astype(np.int32) for c in range(3))
+    return (b > r + 60) & (b > g + 20)
+
+
+def centroid(mask: np.ndarray) -> np.ndarray:
+    rows, cols = np.nonzero(mask)
+    return np.array([cols.mean(), rows.mean()])
+
+
+@pytest.mark.parametrize("mode", ["human", "bogus", "rgb_array_list", "RGB_ARRAY", ""])
+def test_unknown_render_modes_are_refused(mode):
+    with pytest.raises(ValueError, match="render_mode must be one of"):
+        TrackingVecEnv(num_envs=1, render_mode=mode)
+
+
+def test_bogus_render_mode_is_refused_by_gymnasium_make():
+    with pytest.raises(ValueError, match="'bogus'"):
+        gym.make("GymMotion/G1-Tracking-v0", render_mode="bogus")
+    assert TrackingVecEnv.metadata["render_modes"] == ["rgb_array"]
+
+
+@pytest.mark.parametrize("render_envs", [0, 3])
+def test_render_envs_outside_the_envs_are_refused(render_envs):
+    with pytest.raises(ValueError, match="render_envs"):
+        TrackingVecEnv(num_envs=2, render_mode="rgb_array", render_envs=render_envs)
+
+
+def test_bad_render_cfg_is_refused():
+    with pytest.raises(ValueError, match="width"):
+        RenderCfg(width=0)
+    with pytest.raises(ValueError, match="ghost_rgba"):
+        RenderCfg(ghost_rgba=(0.0, 0.0, 1.0, 2.0))
+    with pytest.raises(ValueError, match="unknown RenderCfg fields"):
+        SMALL.updated(colour=1)
+
+
+def test_state_qpos_is_the_backend_qpos():
+    env = TrackingVecEnv(num_envs=3, seed=1)
+    env.reset()
+    for _ in range(5):
+        env.step(np.zeros((3, 29), np.float32))
+    s = env.state
+    qpos = state_qpos(s.robot, s.root, np.arange(3))
+    assert qpos.shape == (3, 36) and qpos.dtype == np.float64
+    np.testing.assert_allclose(qpos, env.backend.qpos, atol=1e-5)  # float32 body state
+    env.close()
+
+
+def test_single_env_frame_shows_robot_and_ghost_moving_apart_under_zero_action(gl):
+    env = gym.make("GymMotion/G1-Tracking-Eval-v0", render_mode="rgb_array", render_cfg=SMALL)
+    assert env.metadata["render_fps"] == 50
+    env.reset(seed=0)
+    start = env.render()
+    assert start.shape == (120, 160, 3) and start.dtype == np.uint8
+
+    # At the first frame (no reset noise) the ghost stands exactly on the robot and covers it:
+    # without the ghost the robot's colour fills its silhouette, with it hardly a pixel.
+    vec = env.unwrapped.vec
+    alone = TrackingRenderer(G1, SMALL.updated(ghost=False))
+    robot_only = alone.render_state(vec.state, 0)
+    alone.close()
+    silhouette = int(robot_mask(robot_only).sum())
+    assert silhouette > 150
+    assert robot_mask(start).sum() < 0.05 * silhouette
+    assert ghost_mask(start).sum() < 0.05 * silhouette
+
+    steps, terminated, truncated = 0, False, False
+    while not (terminated or truncated) and steps < 200:
+        _, _, terminated, truncated, _ = env.step(np.zeros(29, np.float32))
+        steps += 1
+    assert terminated and steps < 100  # the zero action falls within ~1.3 s
+    fallen = env.render()
+    env.close()
+    # At the termination both are in the picture, in their own colours, apart.
+    robot, ghost = robot_mask(fallen), ghost_mask(fallen)
+    assert robot.sum() > 0.5 * silhouette and ghost.sum() > 0.5 * silhouette
+    assert np.linalg.norm(centroid(robot) - centroid(ghost)) > 10.0  # pixels of 160
+
+
+def test_vector_env_renders_its_first_envs_as_a_tuple(gl):
+    env = TrackingVecEnv(
+        num_envs=3, seed=3, render_mode="rgb_array", render_envs=2, render_cfg=SMALL
+    )
+    with pytest.raises(RuntimeError, match="reset"):
+        env.render()
+    env.reset()
+    frames = env.render()
+    assert isinstance(frames, tuple) and len(frames) == 2
+    assert all(f.shape == (120, 160, 3) and f.dtype == np.uint8 for f in frames)
+    # Reset noise and different start frames: env 0 and env 1 look different.
+    assert np.abs(frames[0].astype(int) - frames[1].astype(int)).mean() > 1.0
+    again = env.render()
+    assert all(np.array_equal(a, b) for a, b in zip(frames, again, strict=True))
+    env.close()
+
+
+def test_render_without_a_mode_returns_none():
+    env = TrackingVecEnv(num_envs=1)
+    env.reset(seed=0)
+    with pytest.warns(UserWarning, match="render_mode"):
+        assert env.render() is None
+    env.close()
+
+
+def test_rendering_leaves_the_physics_unchanged(gl):
+    def rollout(render_mode):
+        env = TrackingVecEnv(
+            num_envs=2, cfg=eval_cfg(), seed=0, render_mode=render_mode, render_cfg=SMALL,
+            autoreset_mode=AutoresetMode.DISABLED,
+        )  # fmt: skip
+        obs, _ = env.reset()
+        rng = np.random.default_rng(0)
+        for _ in range(10):
+            if render_mode:
+                env.render()
+            obs, *_ = env.step(rng.normal(0.0, 0.5, (2, 29)).astype(np.float32))
+        qpos = env.backend.qpos.copy()
+        env.close()
+        return obs, qpos
+
+    obs, qpos = rollout("rgb_array")
+    obs_plain, qpos_plain = rollout(None)
+    np.testing.assert_array_equal(obs, obs_plain)
+    np.testing.assert_array_equal(qpos, qpos_plain)
+
+
+def test_ghost_offset_moves_only_the_ghost(gl):
+    pose = np.r_[0.0, 0.0, 0.8, 1.0, 0.0, 0.0, 0.0, G1.default_joint_pos]
+    renderer = TrackingRenderer(G1, SMALL.updated(ghost_offset=(0.0, 1.0, 0.0), azimuth=180.0))
+    frame = renderer.render(pose, pose)
+    with pytest.raises(ValueError, match="ghost_qpos"):
+        renderer.render(pose)
+    with pytest.raises(ValueError, match="shape"):
+        renderer.render(pose[:-1], pose)
+    renderer.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        renderer.render(pose, pose)
+    # Camera in front of the robot (looking along -x): the ghost 1 m to the robot's left is
+    # drawn beside it, and the robot stays in the middle of the frame.
+    robot, ghost = robot_mask(frame), ghost_mask(frame)
+    assert robot.sum() > 150 and ghost.sum() > 100
+    assert abs(centroid(robot)[0] - 80) < 10
+    assert np.linalg.norm(centroid(robot) - centroid(ghost)) > 25.0
