@@ -130,6 +130,13 @@ def _register_eval(subparsers: argparse._SubParsersAction) -> None:
     register_cli(subparsers)
 
 
+def _register_export(subparsers: argparse._SubParsersAction) -> None:
+    # Exporting a run is the SB3 adapter's; registering it imports neither SB3, torch nor onnx.
+    from gym_motion.adapters.sb3.export import register_cli
+
+    register_cli(subparsers)
+
+
 def _register_render(subparsers: argparse._SubParsersAction) -> None:
     from gym_motion.video import register_cli
 
@@ -168,6 +175,7 @@ SUBCOMMANDS: dict[str, Registrar] = {
     "inspect": _register_inspect,
     "train": _register_train,
     "eval": _register_eval,
+    "export": _register_export,
     "render": _register_render,
     "bench": _register_bench,
 }
@@ -205,9 +213,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ModuleNotFoundError as exc:
         if os.environ.get("GYM_MOTION_DEBUG") or exc.name not in _OPTIONAL:
             raise
+        extra = _OPTIONAL[exc.name]
+        what = "training" if extra == "sb3" else "ONNX"
         print(
             f"gym-motion {args.command}: error: {exc.name} is not installed; "
-            f'install the training extras: pip install -e ".[sb3]"',
+            f'install the {what} extras: pip install -e ".[{extra}]"',
             file=sys.stderr,
         )
         return 2
@@ -227,8 +237,9 @@ def _print_warning(message, category, filename, lineno, file=None, line=None) ->
     print(f"warning: {message}", file=sys.stderr if file is None else file)
 
 
-# Packages of the [sb3] extra: their absence is a set-up problem, not a bug.
-_OPTIONAL = ("stable_baselines3", "torch", "tensorboard", "matplotlib")
+# Packages of the optional extras -> the extra: their absence is a set-up problem, not a bug.
+_OPTIONAL = dict.fromkeys(("stable_baselines3", "torch", "tensorboard", "matplotlib"), "sb3")
+_OPTIONAL.update(dict.fromkeys(("onnx", "onnxruntime", "yaml"), "onnx"))
 
 
 if __name__ == "__main__":

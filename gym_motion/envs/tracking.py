@@ -21,7 +21,7 @@ from gym_motion.managers.observation import ObservationManager
 from gym_motion.managers.reward import RewardManager
 from gym_motion.managers.state import MDPState
 from gym_motion.managers.termination import TerminationManager
-from gym_motion.motion.library import MotionLibrary
+from gym_motion.motion.library import MotionLibrary, Playback
 from gym_motion.render import RENDER_MODES, RenderCfg, TrackingRenderer, check_render_mode
 from gym_motion.robots.spec import body_ids
 
@@ -79,6 +79,9 @@ class TrackingVecEnv(VectorEnv):
             (``MUJOCO_GL=egl`` without a display).
         render_envs: how many envs `render` draws (the first ones), 1 .. num_envs.
         render_cfg: frame size, camera and colours (`gym_motion.render.RenderCfg`).
+        motion_playback: how clip files play (`gym_motion.motion.Playback`): "real_time"
+            (default, resampled to the control rate) or "frame_per_step" (one file frame per
+            control step whatever its fps label, as mjlab trains; not resampled).
 
     After construction ``env.cfg`` holds all of these choices but the motion, the modes and
     the time limit: ``TrackingEnvCfg.from_json(env.cfg.to_json())`` rebuilds the same task.
@@ -117,6 +120,7 @@ class TrackingVecEnv(VectorEnv):
         render_mode: str | None = None,
         render_envs: int = 1,
         render_cfg: RenderCfg | None = None,
+        motion_playback: Playback | str = Playback.REAL_TIME,
     ):
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
@@ -141,7 +145,7 @@ class TrackingVecEnv(VectorEnv):
         self.metadata["render_fps"] = round(1.0 / self.dt)
         self._seed = seed
 
-        self.library = MotionLibrary.load(motion, robot, fps=1.0 / self.dt)
+        self.library = MotionLibrary.load(motion, robot, 1.0 / self.dt, motion_playback)
         self.model = robot.build_model(floor=True)
         self.model.opt.timestep = cfg.sim.physics_dt
         self.backend = make_backend(

@@ -3,7 +3,7 @@
 Public API:
     MotionClip, load_clip, save_clip, MotionFormatError, FORMAT_VERSION  (clip.py)
     convert_csv                                                           (convert.py)
-    MotionLibrary                                                         (library.py)
+    MotionLibrary, Playback                                               (library.py)
     MotionSampler, SamplingMode                                           (sampler.py)
     DEFAULT_MOTION_PATH, make_default_motion                              (default.py)
 """
@@ -18,7 +18,7 @@ from gym_motion.motion.clip import (
 )
 from gym_motion.motion.convert import convert_csv
 from gym_motion.motion.default import DEFAULT_MOTION_PATH, make_default_motion
-from gym_motion.motion.library import MotionLibrary
+from gym_motion.motion.library import MotionLibrary, Playback
 from gym_motion.motion.sampler import MotionSampler, SamplingMode
 
 __all__ = [
@@ -28,6 +28,7 @@ __all__ = [
     "MotionFormatError",
     "MotionLibrary",
     "MotionSampler",
+    "Playback",
     "SamplingMode",
     "convert_csv",
     "load_clip",

@@ -13,8 +13,10 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Sequence
+from enum import StrEnum
 from pathlib import Path
 
 import numpy as np
@@ -23,10 +25,35 @@ from gym_motion.motion import _kinematics
 from gym_motion.motion.clip import ARRAY_KEYS, MotionClip, check_fps, load_clip, rates_equal
 from gym_motion.robots.spec import RobotSpec
 
-__all__ = ["MotionLibrary"]
+__all__ = ["MotionLibrary", "Playback"]
 
 
 _FIELDS = ARRAY_KEYS  # the clip arrays, stored concatenated
+
+
+class Playback(StrEnum):
+    """How a clip file's frames map onto control steps.
+
+    - ``REAL_TIME`` (default): the clip is resampled from its ``fps`` label to the control
+      rate, so it plays at the speed it was recorded at.
+    - ``FRAME_PER_STEP``: one file frame per control step whatever the label, as mjlab and
+      BeyondMimic play their npz files during training (a 60 fps clip then plays at 50/60 of
+      real speed at 50 Hz). The clip is relabelled to the control rate, not resampled: frames
+      and every stored array, velocities included, are the file's (``source_fps`` keeps the
+      label). Use it to run a policy trained that way on the motion it saw.
+    """
+
+    REAL_TIME = "real_time"
+    FRAME_PER_STEP = "frame_per_step"
+
+    @classmethod
+    def parse(cls, value: Playback | str) -> Playback:
+        """A member from itself or its value; ValueError naming the valid values."""
+        try:
+            return cls(value)
+        except ValueError:
+            valid = [m.value for m in cls]
+            raise ValueError(f"motion playback must be one of {valid}, got {value!r}") from None
 
 
 class MotionLibrary:
@@ -104,11 +131,19 @@ class MotionLibrary:
         fps: float = 50.0,
         robot: RobotSpec | None = None,
         body_names: Sequence[str] | None = None,
+        playback: Playback | str = Playback.REAL_TIME,
     ) -> MotionLibrary:
-        """Load clips (one npz or folder of ``*.npz``, or a list of them) resampled to ``fps``.
+        """Load clips (one npz or folder of ``*.npz``, or a list of them) at ``fps``.
 
         Every clip is validated by ``load_clip``; bodies default to ``robot.body_names``.
+        `playback` (`Playback`): ``"real_time"`` resamples each clip from its label to ``fps``;
+        ``"frame_per_step"`` relabels it as ``fps`` without resampling (one file frame per
+        step, as mjlab plays clips).
+
+        Raises:
+            ValueError: an unknown playback.
         """
+        playback = Playback.parse(playback)
         robot = _kinematics.default_robot() if robot is None else robot
         if isinstance(paths, (str, os.PathLike)):
             paths = [paths]
@@ -121,7 +156,10 @@ class MotionLibrary:
                 files.extend(found)
             else:
                 files.append(p)
-        clips = [load_clip(f, robot=robot, fps=fps) for f in files]
+        if playback is Playback.FRAME_PER_STEP:
+            clips = [dataclasses.replace(load_clip(f, robot=robot), fps=fps) for f in files]
+        else:
+            clips = [load_clip(f, robot=robot, fps=fps) for f in files]
         names = body_names if body_names is not None else robot.body_names
         return cls(clips, body_names=names, names=[f.stem for f in files])
 
@@ -131,14 +169,17 @@ class MotionLibrary:
         motion: str | os.PathLike | Sequence[str | os.PathLike] | MotionLibrary | None,
         robot: RobotSpec,
         fps: float,
+        playback: Playback | str = Playback.REAL_TIME,
     ) -> MotionLibrary:
         """The library an env at ``fps`` tracks on `robot`: clip path(s) or a folder (loaded and
-        validated against the robot's model by `from_paths`), None (the embedded default
-        motion), or a library (checked).
+        validated against the robot's model by `from_paths`, played as `playback` says), None
+        (the embedded default motion), or a library (checked, used as built).
 
         Raises:
-            ValueError: a library whose joints are not the robot's, or whose rate is not ``fps``.
+            ValueError: a library whose joints are not the robot's, or whose rate is not ``fps``;
+                an unknown playback.
         """
+        playback = Playback.parse(playback)
         if isinstance(motion, MotionLibrary):
             if tuple(motion.joint_names) != robot.joint_names:
                 raise ValueError(
@@ -153,7 +194,7 @@ class MotionLibrary:
             return motion
         if motion is None:
             from gym_motion.motion.default import DEFAULT_MOTION_PATH as motion
-        return cls.from_paths(motion, fps=fps, robot=robot)
+        return cls.from_paths(motion, fps=fps, robot=robot, playback=playback)
 
     @property
     def num_clips(self) -> int:

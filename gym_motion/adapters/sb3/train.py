@@ -8,8 +8,10 @@ The run folder holds: ``model.zip`` (SB3 PPO), ``vecnormalize.pkl`` (observation
 normalisation statistics), TensorBoard events and ``progress.csv`` (SB3's logger plus
 `TrackingLogCallback`'s keys), ``config.json`` (the resolved training and task config),
 ``summary.json`` (zero-action evaluation before training and the trained policy's after, see
-`gym_motion.evaluate`) and ``training_curves.png``. Ctrl-C saves a checkpoint (model,
-statistics, summary without the after-training evaluation) and exits with code 130.
+`gym_motion.evaluate`), ``training_curves.png`` and ``final_eval.mp4`` (the trained policy on
+the first clip from its start, beside its reference as a translucent ghost; `gym_motion.video`;
+``--no-video`` turns it off). Ctrl-C saves a checkpoint (model, statistics, summary without the
+after-training evaluation) and exits with code 130.
 
 PPO hyperparameters (`PPO_DEFAULTS`) follow BeyondMimic's rsl_rl PPO configuration for the
 G1 tracking task (whole_body_tracking, itself rsl_rl's defaults), adapted to SB3 on a CPU: 256
@@ -95,6 +97,9 @@ class TrainConfig:
         eval_every_steps: a deterministic evaluation from the clip start (`eval_kw` as the
             before/after ones) every this many env steps and at the end, logged as ``eval/*``
             and drawn in the curves PNG; 0 turns it off.
+        video_seconds: length of ``final_eval.mp4``, s (320x240 at 25 fps, ~3 s to make in
+            software rendering); 0: no video. A video that cannot be made (no OpenGL context,
+            no ``imageio-ffmpeg``) is reported in the summary, never an error.
         ppo: PPO hyperparameters, `PPO_DEFAULTS` overridden by these keys.
         backend_kwargs: passed to the backend (e.g. num_threads).
     """
@@ -112,6 +117,7 @@ class TrainConfig:
     eval_max_seconds: float | None = None
     reset_noise_ramp: float = 0.5
     eval_every_steps: int = 500_000
+    video_seconds: float = 5.0
     ppo: dict[str, Any] = field(default_factory=dict)
     backend_kwargs: dict[str, Any] = field(default_factory=dict)
 
@@ -419,9 +425,29 @@ def train(config: TrainConfig) -> dict[str, Any]:
                                               a["tracking_reward_per_clip_step"]],
             "mpkpe_mm": [b["mpkpe_mm"], a["mpkpe_mm"]],
         }  # fmt: skip
+        if config.video_seconds > 0:
+            summary["video"] = _final_video(out / "final_eval.mp4", model_policy(model, venv),
+                                           motions[0], config)  # fmt: skip
     venv.close()
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
+
+
+def _final_video(path: Path, policy, clip: str, config: TrainConfig) -> dict[str, Any]:
+    """`gym_motion.video.record_video` of `policy` on `clip` (``config.video_seconds``, the
+    run's observation and backend settings); returns its result, or ``{"error": message}``
+    (also printed) when no video could be made: the run is saved by then, and stays valid."""
+    try:
+        from gym_motion.video import record_video
+
+        return record_video(
+            path, policy, clip, seconds=config.video_seconds, obs_mode=config.obs_mode,
+            state_estimation=config.state_estimation, backend=config.backend,
+            backend_kwargs=config.backend_kwargs or None, seed=config.seed, progress=False,
+        )  # fmt: skip
+    except (ImportError, RuntimeError, OSError) as exc:
+        print(f"gym-motion train: no video of the final evaluation: {exc}", file=sys.stderr)
+        return {"error": str(exc)}
 
 
 def _mean_tail(history: list[dict[str, float]], key: str, n: int = 20) -> float | None:
@@ -478,6 +504,10 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
         "and curves (0: off; default %(default)s)",
     )  # fmt: skip
     p.add_argument(
+        "--no-video", action="store_true",
+        help=f"no final_eval.mp4 ({d.video_seconds:g} s of the trained policy on the first clip)",
+    )  # fmt: skip
+    p.add_argument(
         "--ppo", nargs="*", default=[], metavar="KEY=VALUE",
         help=f"override PPO settings ({', '.join(PPO_DEFAULTS)}), values as JSON",
     )  # fmt: skip
@@ -510,6 +540,7 @@ def _run_cli(args: argparse.Namespace) -> int:
         state_estimation=not args.no_state_estimation,
         reset_noise_ramp=args.reset_noise_ramp,
         eval_every_steps=args.eval_every,
+        video_seconds=0.0 if args.no_video else TrainConfig.video_seconds,
         ppo=_parse_overrides(args.ppo),
         backend_kwargs={"num_threads": args.num_threads} if args.num_threads else {},
     )
@@ -525,4 +556,6 @@ def _run_cli(args: argparse.Namespace) -> int:
         print(format_table(summary["after"]))
         r = summary["after_vs_before"]
         print(f"episode length after / before: {r['episode_length_ratio']:.2f}")
+    if "path" in summary.get("video", {}):
+        print(f"video of the final evaluation: {summary['video']['path']}")
     return 130 if summary["interrupted"] else 0

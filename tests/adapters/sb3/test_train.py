@@ -15,7 +15,7 @@ RUN_FILES = ("model.zip", "vecnormalize.pkl", "config.json", "summary.json",
 
 SUMMARY_KEYS = {"run", "interrupted", "stopped_by", "env_steps", "train_wall_s",
                 "env_steps_per_s_overall", "env_steps_per_s_rollout", "reset_noise_scale_final",
-                "before", "after", "after_vs_before"}  # fmt: skip
+                "before", "after", "after_vs_before", "video"}  # fmt: skip
 
 
 def test_kl_adaptive_lr():
@@ -53,7 +53,7 @@ def test_train_cli_flags_and_defaults():
         "command": "train", "motion": [], "num_envs": 256, "total_steps": 3_000_000,
         "max_minutes": 12.0, "backend": "mujoco", "seed": 0, "out": None, "obs_mode": "dict",
         "no_state_estimation": False, "num_threads": None, "reset_noise_ramp": 0.5, "ppo": [],
-        "eval_every": 500_000,
+        "eval_every": 500_000, "no_video": False,
     }  # fmt: skip
 
 
@@ -97,6 +97,18 @@ def test_train_writes_the_run_folder(tiny_run):
              for r in rows if r.get("eval/episode_length")]  # fmt: skip
     assert [t for t, _ in evals] == [192, 288]
     assert all(0 < length <= 400 for _, length in evals)  # the 8 s default clip
+
+
+def test_train_writes_a_video_of_the_final_evaluation(gl, tiny_run):
+    from gym_motion.video import read_mp4
+
+    video = json.loads((tiny_run / "summary.json").read_text())["video"]
+    frames, fps = read_mp4(tiny_run / "final_eval.mp4")
+    assert frames.shape == (video["frames"], 240, 320, 3) and fps == 25.0
+    # 5 s of the default clip, or up to the termination and its held frame (1 s)
+    t = video["terminated_step"]
+    assert video["steps"] == (250 if t is None else t)
+    assert video["frames"] == 1 + video["steps"] // 2 + (0 if t is None else t % 2 + 25)
 
 
 def test_eval_cli_on_the_run(tiny_run, capsys):

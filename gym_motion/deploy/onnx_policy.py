@@ -1,0 +1,177 @@
+"""An ONNX tracking policy run with onnxruntime inside a gym_motion env, whatever trained it.
+
+    from gym_motion.deploy import OnnxPolicy
+    from gym_motion.evaluate import evaluate
+
+    policy = OnnxPolicy("B_Fence1.onnx")               # metadata from the file
+    result = evaluate(policy=policy, clips=["B_Fence1.npz"], playback="frame_per_step")
+
+The policy's deploy metadata (`gym_motion.deploy.metadata`; from the ONNX ``metadata_props``,
+or from a YAML/JSON file given as `meta`, whose keys win) says its joint order, default pose,
+action scale and observation terms; `OnnxPolicy.bind` maps them onto an env and returns the
+plain policy callable (obs -> actions) that `gym_motion.evaluate` runs.
+
+The graph: one observation input (named ``obs``, or the only input but ``time_step``), (B, D)
+float32; optionally ``time_step`` (B, 1) float32, fed the env's current motion frame (mjlab's
+exporter bakes the clip into the policy and looks its reference up by it); the actions are
+the output named ``actions`` (else the first), (B, J). A graph with a fixed batch of 1 runs
+once per env.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from gym_motion.deploy.metadata import PolicyMapping, PolicyMeta, read_meta_file
+
+if TYPE_CHECKING:
+    from gym_motion.envs.config import TrackingEnvCfg
+    from gym_motion.envs.tracking import TrackingVecEnv
+    from gym_motion.evaluate import Obs, Policy
+
+__all__ = ["OBS_INPUT", "TIME_STEP_INPUT", "OnnxPolicy"]
+
+OBS_INPUT = "obs"
+TIME_STEP_INPUT = "time_step"
+ACTIONS_OUTPUT = "actions"
+
+
+class OnnxPolicy:
+    """An ONNX policy with its deploy metadata, to bind to an env (`bind`).
+
+    Args:
+        path: the ONNX file.
+        meta: a YAML/JSON metadata file (`PolicyMeta.from_file`) for a policy without
+            metadata, or to override some of its keys.
+
+    Attributes:
+        path, meta (`PolicyMeta`), session (``onnxruntime.InferenceSession``), obs_input,
+        obs_dim (int, or None when symbolic), takes_time_step (bool), actions_output.
+
+    Raises:
+        FileNotFoundError: no ONNX or metadata file.
+        ValueError: an unreadable model, inputs it cannot be fed (other than the observation and
+            ``time_step``), or metadata that is missing or malformed (one line naming the file
+            and key).
+    """
+
+    policy_name = "onnx"  # what `gym_motion.evaluate` results call it
+
+    def __init__(self, path: str | os.PathLike, meta: str | os.PathLike | None = None):
+        import onnxruntime as ort  # the [onnx] extra
+
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise FileNotFoundError(f"ONNX policy not found: {self.path}")
+        try:
+            self.session = ort.InferenceSession(
+                str(self.path), providers=["CPUExecutionProvider"]
+            )
+        except Exception as exc:  # onnxruntime raises its own exception types
+            msg = " ".join(str(exc).split())[:300]
+            raise ValueError(f"{self.path}: onnxruntime cannot load it ({msg})") from None
+        props = dict(self.session.get_modelmeta().custom_metadata_map)
+        source = str(self.path)
+        if meta is not None:
+            props.update(read_meta_file(meta))
+            source = f"{self.path} with {meta}"
+        self.meta = PolicyMeta.from_mapping(props, source)
+
+        inputs = {i.name: i for i in self.session.get_inputs()}
+        self.takes_time_step = TIME_STEP_INPUT in inputs
+        others = [n for n in inputs if n != TIME_STEP_INPUT]
+        if OBS_INPUT in inputs:
+            self.obs_input = OBS_INPUT
+        elif len(others) == 1:
+            self.obs_input = others[0]
+        else:
+            raise ValueError(
+                f"{self.path}: cannot tell the observation input among {others}; name it "
+                f"{OBS_INPUT!r}"
+            )
+        extra = [n for n in others if n != self.obs_input]
+        if extra:
+            raise ValueError(
+                f"{self.path}: inputs {extra} cannot be fed (only {OBS_INPUT!r} and "
+                f"{TIME_STEP_INPUT!r} are)"
+            )
+        shape = inputs[self.obs_input].shape
+        if len(shape) != 2:
+            raise ValueError(f"{self.path}: input {self.obs_input!r} has shape {shape}, not (B, D)")
+        self.obs_dim = shape[1] if isinstance(shape[1], int) else None
+        self._batch_one = shape[0] == 1
+        outputs = [o.name for o in self.session.get_outputs()]
+        self.actions_output = ACTIONS_OUTPUT if ACTIONS_OUTPUT in outputs else outputs[0]
+
+    @property
+    def state_estimation(self) -> bool:
+        """Whether the policy needs the 160-value observation (its observation terms include
+        one only state estimation gives; `PolicyMeta.needs_state_estimation`)."""
+        return self.meta.needs_state_estimation()
+
+    def mapping(self, cfg: TrackingEnvCfg, env_name: str = "the env") -> PolicyMapping:
+        """The mapping of this policy onto an env of `cfg` (`PolicyMeta.mapping`), with its
+        observation size checked against the graph's input.
+
+        Raises:
+            ValueError: what `PolicyMeta.mapping` refuses, or an input size other than the
+                metadata's observation terms make.
+        """
+        m = self.meta.mapping(cfg, env_name)
+        if self.obs_dim is not None and self.obs_dim != m.obs_dim:
+            names = ",".join(self.meta.observation_names)
+            raise ValueError(
+                f"{self.meta.source}: input {self.obs_input!r} takes {self.obs_dim} values but "
+                f"its observation terms ({names}) make {m.obs_dim} in {env_name}"
+            )
+        return m
+
+    def run(self, obs: np.ndarray, time_step: np.ndarray | None = None) -> np.ndarray:
+        """The graph's raw actions: obs (B, D) float32 (policy layout), time_step (B, 1)
+        float32 when the graph takes it -> (B, J) float32 in the policy's joint order."""
+        obs = np.ascontiguousarray(obs, np.float32)
+        if self._batch_one and len(obs) != 1:
+            rows = [
+                self.run(obs[i : i + 1], None if time_step is None else time_step[i : i + 1])
+                for i in range(len(obs))
+            ]
+            return np.concatenate(rows, axis=0)
+        feed: dict[str, Any] = {self.obs_input: obs}
+        if self.takes_time_step:
+            if time_step is None:
+                raise ValueError(f"{self.path} takes {TIME_STEP_INPUT!r}; pass the motion frame")
+            feed[TIME_STEP_INPUT] = np.ascontiguousarray(time_step, np.float32)
+        (actions,) = self.session.run([self.actions_output], feed)
+        return np.asarray(actions, np.float32)
+
+    def bind(self, env: TrackingVecEnv, env_name: str | None = None) -> Policy:
+        """The policy callable for `env`: env observation (N, D_env) float32 (or the env's dict
+        observation, whose "policy" group is read) -> env actions (N, J) float32.
+
+        Observations are mapped into the policy's layout, ``time_step`` is the env's current
+        motion frame (``env.command.frames``, (N, 1) float32), and the outputs are mapped back
+        onto the env's joints (`PolicyMapping`).
+
+        Raises:
+            ValueError: the policy cannot be mapped onto `env` (see `mapping`).
+        """
+        name = env_name or (
+            f"the env ({env.cfg.robot.name}, "
+            f"{'with' if env.cfg.state_estimation else 'without'} state estimation)"
+        )
+        m = self.mapping(env.cfg, name)
+        command = env.command
+
+        def act(obs: Obs) -> np.ndarray:
+            flat = obs["policy"] if isinstance(obs, dict) else obs
+            time_step = None
+            if self.takes_time_step:
+                time_step = command.frames.astype(np.float32)[:, None]
+            return m.actions(self.run(m.observation(flat), time_step))
+
+        act.mapping = m  # type: ignore[attr-defined]
+        return act

@@ -1,0 +1,459 @@
+"""Policies in and out: ONNX import with deploy metadata (`gym_motion.deploy`), SB3 export
+(`gym_motion.adapters.sb3.export`), frame-per-step clip playback, and `gym-motion eval --onnx`.
+
+The real client is the shared B_Fence1 policy (trained in mjlab, ``../shared/policies``; tests
+that need it skip when it is absent). The SB3 round trip builds a tiny run (2 envs, a few
+PPO updates) in a temporary folder.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+
+from onnx import helper, numpy_helper  # noqa: E402
+
+from gym_motion.cli import main  # noqa: E402
+from gym_motion.deploy import METADATA_KEYS, OnnxPolicy, PolicyMeta, deploy_metadata  # noqa: E402
+from gym_motion.envs.config import TrackingEnvCfg, eval_cfg  # noqa: E402
+from gym_motion.envs.tracking import TrackingVecEnv  # noqa: E402
+from gym_motion.evaluate import ending, evaluate  # noqa: E402
+from gym_motion.motion import DEFAULT_MOTION_PATH, MotionLibrary, load_clip, save_clip  # noqa: E402
+from gym_motion.robots.g1 import G1  # noqa: E402
+
+SHARED_POLICY = Path(__file__).resolve().parents[1].parent / "shared" / "policies"
+FENCE = SHARED_POLICY / "g1moves_B_Fence1"
+FENCE_ONNX, FENCE_NPZ = FENCE / "B_Fence1.onnx", FENCE / "B_Fence1.npz"
+
+
+@pytest.fixture(scope="module")
+def fence() -> Path:
+    if not FENCE_ONNX.is_file() or not FENCE_NPZ.is_file():
+        pytest.skip(f"shared B_Fence1 policy not found at {FENCE} (needs ../shared/policies)")
+    return FENCE
+
+
+def props(path: Path) -> dict[str, str]:
+    return {p.key: p.value for p in onnx.load(str(path)).metadata_props}
+
+
+def with_props(model: onnx.ModelProto, values: dict[str, str]) -> onnx.ModelProto:
+    del model.metadata_props[:]
+    for k, v in values.items():
+        e = model.metadata_props.add()
+        e.key, e.value = k, v
+    return model
+
+
+def breadth_first_joint_order() -> tuple[str, ...]:
+    """The G1's joints in Isaac Lab's order: breadth-first over the kinematic tree."""
+    model = G1.build_model()
+    order, queue = [], [model.body(G1.root_body).id]
+    while queue:
+        body = queue.pop(0)
+        for j in range(model.njnt):
+            if model.jnt_bodyid[j] == body and model.joint(j).name in G1.joint_names:
+                order.append(model.joint(j).name)
+        queue += [b for b in range(model.nbody) if model.body_parentid[b] == body and b != body]
+    return tuple(order)
+
+
+def rewrap(src: Path, dst: Path, order: tuple[str, ...], pose_shift: np.ndarray,
+           scale_factor: np.ndarray) -> None:  # fmt: skip
+    """A copy of a G1-order 160-obs ONNX policy whose metadata states joint order `order`, a
+    default pose shifted by `pose_shift` and action scale times `scale_factor` ((29,) in G1
+    order), and whose graph is wrapped so that it computes the same joint targets: its
+    observation is mapped back onto the original's, its actions onto the new conventions."""
+    m = onnx.load(str(src))
+    meta = props(src)
+    j = len(G1.joint_names)
+    perm = np.array([G1.joint_names.index(n) for n in order])  # policy joint i = G1 joint perm[i]
+    inv = np.argsort(perm)
+    d, s = G1.default_joint_pos, G1.action_scale
+    # original obs (G1 order) = new obs gathered by idx, times mul, plus add
+    idx = np.arange(160)
+    mul, add = np.ones(160, np.float32), np.zeros(160, np.float32)
+    for start in (0, 29, 73, 102, 131):  # command pos, command vel, joint pos, vel, last action
+        idx[start : start + j] = start + inv
+    add[73:102] = pose_shift  # q - d = (q - d') + shift
+    mul[131:160] = scale_factor  # a = (d' + s' a' - d) / s = k a' + shift / s
+    add[131:160] = pose_shift / s
+    g = m.graph
+    for node in g.node:
+        node.input[:] = ["obs_orig" if x == "obs" else x for x in node.input]
+        node.output[:] = ["actions_orig" if x == "actions" else x for x in node.output]
+    consts = {
+        "idx_obs": idx.astype(np.int64), "mul_obs": mul, "add_obs": add,
+        "act_mul": (1.0 / scale_factor).astype(np.float32),
+        "act_add": (-pose_shift / (s * scale_factor)).astype(np.float32),
+        "idx_act": perm.astype(np.int64),
+    }  # fmt: skip
+    g.initializer.extend(numpy_helper.from_array(v, k) for k, v in consts.items())
+    pre = [
+        helper.make_node("Gather", ["obs", "idx_obs"], ["obs_g"], axis=1),
+        helper.make_node("Mul", ["obs_g", "mul_obs"], ["obs_m"]),
+        helper.make_node("Add", ["obs_m", "add_obs"], ["obs_orig"]),
+    ]
+    # a' = (d + s a - d') / s' = a / k - shift / (s k), then into the new joint order
+    post = [
+        helper.make_node("Mul", ["actions_orig", "act_mul"], ["act_m"]),
+        helper.make_node("Add", ["act_m", "act_add"], ["act_a"]),
+        helper.make_node("Gather", ["act_a", "idx_act"], ["actions"], axis=1),
+    ]
+    nodes = pre + list(g.node) + post
+    del g.node[:]
+    g.node.extend(nodes)
+    for key, values in (("joint_stiffness", None), ("joint_damping", None),
+                        ("default_joint_pos", d + pose_shift),
+                        ("action_scale", s * scale_factor)):  # fmt: skip
+        if values is None:
+            old = meta[key].split(",")
+            meta[key] = ",".join(old[i] for i in perm)
+        else:
+            meta[key] = ",".join(repr(float(values[i])) for i in perm)
+    meta["joint_names"] = ",".join(order)
+    onnx.save(with_props(m, meta), str(dst))
+
+
+# ---------------------------------------------------------------------------------------------
+# the shared mjlab policy
+
+
+def test_shared_policy_tracks_its_clip_frame_per_step_through_the_cli(fence, tmp_path, capsys):
+    out = tmp_path / "sub" / "fence.json"
+    argv = ["eval", "--onnx", str(FENCE_ONNX), "--motion", str(FENCE_NPZ), "--frame-per-step",
+            "--json", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    result = json.loads(out.read_text())
+    (clip,) = result["clips"].values()
+    assert result["policy"] == "onnx" and clip["playback"] == "frame_per_step"
+    assert clip["max_episode_steps"] == 1618  # 1619 file frames, one per step
+    assert clip["episode_length"] >= 1600 and clip["mpkpe_mm"] <= 60.0
+    (end,) = clip["terminations"]
+    assert end["step"] == clip["episode_length"]
+    assert end["causes"] == (["time_out"] if end["step"] == 1618 else end["causes"])
+    assert "GymMotion/G1-Tracking-v0: joint order as the env's" in printed
+    assert ending(end) in printed
+
+
+def test_shared_policy_tracks_its_clip_in_real_time(fence):
+    result = evaluate(clips=[FENCE_NPZ], policy=OnnxPolicy(FENCE_ONNX))
+    (clip,) = result["clips"].values()
+    assert clip["playback"] == "real_time" and clip["max_episode_steps"] == 1348
+    assert clip["episode_length"] >= 1300, clip["terminations"]
+
+
+def test_shared_policy_metadata_maps_onto_the_g1_unchanged(fence):
+    policy = OnnxPolicy(FENCE_ONNX)
+    assert policy.takes_time_step and policy.state_estimation
+    m = policy.mapping(eval_cfg(), "G1")
+    # written with 3 decimals, every value is the G1's rounded: nothing is re-based
+    assert not m.permuted and not m.rebased and m.obs_dim == 160
+    np.testing.assert_array_equal(m.action_scale, G1.action_scale)
+    obs = np.random.default_rng(0).normal(size=(3, 160)).astype(np.float32)
+    np.testing.assert_array_equal(m.observation(obs), obs)
+    np.testing.assert_array_equal(m.actions(obs[:, :29]), obs[:, :29])
+
+
+def test_time_step_input_gets_the_motion_frame(fence):
+    policy = OnnxPolicy(FENCE_ONNX)
+    env = TrackingVecEnv(1, motion=FENCE_NPZ, cfg=eval_cfg(), motion_playback="frame_per_step")
+    try:
+        act = policy.bind(env)
+        obs, _ = env.reset(seed=0)
+        fed = []
+        real_run = policy.run
+        policy.run = lambda o, t=None: fed.append(t.copy()) or real_run(o, t)
+        for _ in range(3):
+            obs, *_ = env.step(act(obs))
+    finally:
+        env.close()
+    assert [f.tolist() for f in fed] == [[[0.0]], [[1.0]], [[2.0]]]
+    assert all(f.dtype == np.float32 for f in fed)
+
+
+def test_policy_in_isaac_lab_joint_order_with_its_own_pose_and_scale_acts_the_same(
+    fence, tmp_path
+):
+    order = breadth_first_joint_order()
+    assert order[:3] == ("left_hip_pitch_joint", "right_hip_pitch_joint", "waist_yaw_joint")
+    assert sorted(order) == sorted(G1.joint_names) and order != G1.joint_names
+    rng = np.random.default_rng(1)
+    shift = rng.uniform(-0.1, 0.1, 29)
+    factor = rng.uniform(0.8, 1.25, 29)
+    wrapped = tmp_path / "isaac.onnx"
+    rewrap(FENCE_ONNX, wrapped, order, shift, factor)
+    original, mapped_policy = OnnxPolicy(FENCE_ONNX), OnnxPolicy(wrapped)
+    env = TrackingVecEnv(1, motion=FENCE_NPZ, cfg=eval_cfg(), motion_playback="frame_per_step",
+                         autoreset_mode="disabled")  # fmt: skip
+    try:
+        mapped, reference = mapped_policy.bind(env), original.bind(env)
+        assert mapped.mapping.permuted and mapped.mapping.rebased
+        obs, _ = env.reset(seed=0)
+        diffs, terminated = [], False
+        for _ in range(400):
+            a = mapped(obs)
+            diffs.append(np.abs(a - reference(obs)).max())
+            obs, _, te, tr, info = env.step(a)
+            terminated |= bool(te[0])
+    finally:
+        env.close()
+    # the first step differs only by the last-action block after a reset (0 for each policy)
+    assert max(diffs[1:]) < 1e-4, max(diffs[1:])
+    assert not terminated
+
+
+# ---------------------------------------------------------------------------------------------
+# what cannot be mapped
+
+
+def fence_meta(**changes: str | None) -> dict[str, str]:
+    """The G1's deploy metadata with `changes` (None: drop the key)."""
+    base = deploy_metadata(TrackingEnvCfg())
+    base.update(changes)
+    return {k: v for k, v in base.items() if v is not None}
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"joint_names": ",".join(G1.joint_names[:28]), "default_joint_pos": "0," * 27 + "0",
+          "action_scale": "1," * 27 + "1", "joint_stiffness": None, "joint_damping": None},
+         "the policy has 28 joints, robot 'g1' of G1 has 29"),
+        ({"observation_names": "command,projected_gravity,joint_pos"},
+         "unknown observation term 'projected_gravity'"),
+        ({"anchor_body_name": "pelvis"}, "anchor body is 'pelvis'"),
+        ({"joint_names": ",".join(("left_toe_joint",) + G1.joint_names[1:])},
+         "joint_names ['left_toe_joint'] are not joints of robot 'g1'"),
+        ({"action_scale": "0.5," * 28 + "x"}, "action_scale has a non-number 'x'"),
+        ({"default_joint_pos": "0.0,0.0"}, "default_joint_pos has 2 values for 29 joint_names"),
+    ],
+)  # fmt: skip
+def test_metadata_that_cannot_be_mapped_is_refused_in_one_line(changes, message):
+    with pytest.raises(ValueError, match="policy.yaml: ") as err:
+        PolicyMeta.from_mapping(fence_meta(**changes), "policy.yaml").mapping(eval_cfg(), "G1")
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_state_estimation_terms_are_refused_by_the_no_state_estimation_env():
+    meta = PolicyMeta.from_mapping(fence_meta(), "p.onnx")
+    assert meta.needs_state_estimation()
+    cfg = eval_cfg(TrackingEnvCfg(state_estimation=False))
+    with pytest.raises(ValueError, match="observes 'motion_anchor_pos_b', which NoStateEst"):
+        meta.mapping(cfg, "NoStateEst")
+    no_se = PolicyMeta.from_mapping(fence_meta(**deploy_metadata(cfg)), "p.onnx")
+    assert not no_se.needs_state_estimation() and no_se.mapping(cfg).obs_dim == 154
+    # a 154-value policy also reads its terms out of the 160-value observation
+    m = no_se.mapping(eval_cfg())
+    obs = np.arange(160, dtype=np.float32)[None]
+    want = np.concatenate([obs[0, :58], obs[0, 61:67], obs[0, 70:]])
+    np.testing.assert_array_equal(m.observation(obs)[0], want)
+
+
+def test_cli_refuses_unmappable_onnx_metadata_in_one_line(tmp_path, capsys):
+    src = tmp_path / "tiny.onnx"
+    onnx.save(tiny_onnx(fence_meta(observation_names="command,height_scan")), str(src))
+    assert main(["eval", "--onnx", str(src), "--max-seconds", "0.1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("gym-motion eval: error: ") and "\n" not in err
+    assert "unknown observation term 'height_scan'" in err
+
+
+def tiny_onnx(meta: dict[str, str] | None, obs_dim: int = 160) -> onnx.ModelProto:
+    """A linear ONNX policy obs (B, obs_dim) -> actions (B, 29): actions = obs[:, :29] * 0."""
+    w = numpy_helper.from_array(np.zeros((obs_dim, 29), np.float32), "w")
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["obs", "w"], ["actions"])],
+        "tiny",
+        [helper.make_tensor_value_info("obs", onnx.TensorProto.FLOAT, ["batch", obs_dim])],
+        [helper.make_tensor_value_info("actions", onnx.TensorProto.FLOAT, ["batch", 29])],
+        [w],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return with_props(model, meta or {})
+
+
+def test_metadata_from_a_yaml_file_when_the_onnx_has_none(tmp_path):
+    path = tmp_path / "bare.onnx"
+    onnx.save(tiny_onnx(None), str(path))
+    with pytest.raises(ValueError, match="no joint_names, default_joint_pos, action_scale, obs"):
+        OnnxPolicy(path)
+    yaml_path = tmp_path / "meta.yaml"
+    order = breadth_first_joint_order()
+    perm = [G1.joint_names.index(n) for n in order]
+    yaml_path.write_text(
+        f"joint_names: [{', '.join(order)}]\n"
+        f"default_joint_pos: [{', '.join(repr(float(G1.default_joint_pos[i])) for i in perm)}]\n"
+        f"action_scale: {','.join(str(float(G1.action_scale[i])) for i in perm)}\n"
+        "observation_names: [command, motion_anchor_pos_b, motion_anchor_ori_b, base_lin_vel,"
+        " base_ang_vel, joint_pos, joint_vel, actions]\n"
+    )
+    m = OnnxPolicy(path, yaml_path).mapping(eval_cfg())
+    assert m.permuted and not m.rebased
+    a = np.arange(29, dtype=np.float32)[None]
+    np.testing.assert_array_equal(m.actions(a)[0, perm], a[0])
+    bad = tmp_path / "meta.json"
+    bad.write_text("[1, 2]")
+    with pytest.raises(ValueError, match="meta.json: expected a mapping"):
+        OnnxPolicy(path, bad)
+
+
+def test_mapping_rebases_joint_positions_last_action_and_targets():
+    d, s = G1.default_joint_pos, G1.action_scale
+    d2, s2 = d + 0.05, 2.0 * s
+    meta = fence_meta(default_joint_pos=",".join(map(repr, d2.tolist())),
+                      action_scale=",".join(map(repr, s2.tolist())))  # fmt: skip
+    m = PolicyMeta.from_mapping(meta, "p").mapping(eval_cfg())
+    rng = np.random.default_rng(0)
+    obs = rng.normal(size=(2, 160)).astype(np.float32)
+    obs[1, 131:] = 0.0  # a row just reset: no last action
+    mapped = m.observation(obs)
+    np.testing.assert_allclose(mapped[:, 73:102], obs[:, 73:102] - 0.05, atol=1e-6)
+    # the policy's own last output: targets d + s a = d2 + s2 a2
+    np.testing.assert_allclose(d2 + s2 * mapped[0, 131:], d + s * obs[0, 131:], atol=1e-6)
+    np.testing.assert_array_equal(mapped[1, 131:], 0.0)
+    raw = rng.normal(size=(2, 29)).astype(np.float32)
+    np.testing.assert_allclose(d + s * m.actions(raw), d2 + s2 * raw, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------
+# export
+
+
+def test_exported_metadata_has_the_keys_and_values_of_the_mjlab_file(fence):
+    ours = deploy_metadata(TrackingEnvCfg())
+    theirs = props(FENCE_ONNX)
+    assert tuple(ours) == METADATA_KEYS and set(METADATA_KEYS) <= set(theirs)
+    for key in ("joint_names", "anchor_body_name", "body_names", "observation_names",
+                "command_names"):  # fmt: skip
+        assert ours[key] == theirs[key], key
+    for key in ("joint_stiffness", "joint_damping", "default_joint_pos", "action_scale"):
+        a = np.array(ours[key].split(","), float)
+        b = np.array(theirs[key].split(","), float)
+        np.testing.assert_allclose(a, b, atol=5e-4 + 1e-6, err_msg=key)  # theirs: 3 decimals
+
+
+@pytest.fixture(scope="module", params=["policy", "dict"])
+def tiny_run(request, tmp_path_factory) -> Path:
+    """A `gym-motion train`-style run folder after a few PPO updates on 2 envs."""
+    pytest.importorskip("stable_baselines3")
+    from gym_motion.adapters.sb3.train import (
+        TrainConfig,
+        make_env,
+        make_model,
+        resolved_config,
+    )
+
+    out = tmp_path_factory.mktemp(f"run_{request.param}")
+    config = TrainConfig(num_envs=2, obs_mode=request.param, out=str(out),
+                         ppo={"net_arch": [32, 32], "n_steps": 16},
+                         backend_kwargs={"num_threads": 1})  # fmt: skip
+    motions = [str(DEFAULT_MOTION_PATH)]
+    venv = make_env(config, motions)
+    model, _ = make_model(config, venv)
+    model.learn(64)
+    model.save(out / "model.zip")
+    venv.save(str(out / "vecnormalize.pkl"))
+    (out / "config.json").write_text(json.dumps(resolved_config(config, motions)))
+    venv.close()
+    return out
+
+
+def test_export_then_eval_onnx_gives_the_sb3_models_actions_and_episode(tiny_run, capsys):
+    from gym_motion.adapters.sb3.policy import load_run_policy
+
+    path = tiny_run / "policy.onnx"
+    assert main(["export", "--model", str(tiny_run), "-o", str(path)]) == 0
+    assert "onnxruntime matches torch" in capsys.readouterr().out
+    meta = props(path)
+    assert {k: meta[k] for k in METADATA_KEYS} == deploy_metadata(TrackingEnvCfg())
+    model_policy, config = load_run_policy(tiny_run)
+    obs_mode = config["train"]["obs_mode"]
+    env = TrackingVecEnv(3, cfg=eval_cfg(), obs_mode=obs_mode, seed=0)
+    try:
+        onnx_policy = OnnxPolicy(path).bind(env)
+        obs, _ = env.reset(seed=0)
+        for _ in range(20):
+            want = model_policy(obs)
+            np.testing.assert_allclose(onnx_policy(obs), want, atol=1e-5, rtol=0)
+            obs, *_ = env.step(want)
+    finally:
+        env.close()
+    results = {}
+    for flag, value in (("--model", str(tiny_run)), ("--onnx", str(path))):
+        out = tiny_run / f"eval_{flag[2:]}.json"
+        assert main(["eval", flag, value, "--max-seconds", "1.5", "--json", str(out)]) == 0
+        results[flag] = json.loads(out.read_text())["mean"] | {
+            "ends": json.loads(out.read_text())["clips"][str(DEFAULT_MOTION_PATH)]["terminations"]
+        }
+    a, b = results["--model"], results["--onnx"]
+    assert a["ends"] == b["ends"] and a["episode_length"] == b["episode_length"]
+    for key in ("mpkpe_mm", "joint_pos_rad", "return"):
+        assert a[key] == pytest.approx(b[key], rel=1e-4, abs=1e-6), key
+
+
+def test_export_refuses_an_actor_that_reads_the_critic_group(tiny_run, tmp_path):
+    pytest.importorskip("stable_baselines3")
+    config = json.loads((tiny_run / "config.json").read_text())
+    if config["train"]["obs_mode"] != "dict":
+        pytest.skip("needs the dict-observation run")
+    from stable_baselines3 import PPO
+
+    from gym_motion.adapters.sb3.export import export_run
+    from gym_motion.adapters.sb3.train import TrainConfig, make_env
+
+    run = tmp_path / "multi"
+    run.mkdir()
+    venv = make_env(TrainConfig(num_envs=1, obs_mode="dict"), [str(DEFAULT_MOTION_PATH)])
+    PPO("MultiInputPolicy", venv, n_steps=8, batch_size=8, device="cpu").save(run / "model.zip")
+    venv.close()
+    (run / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match="reads every observation group"):
+        export_run(run, tmp_path / "x.onnx")
+    assert not (tmp_path / "x.onnx").exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# playback and eval output
+
+
+def test_frame_per_step_relabels_the_clip_without_resampling(tmp_path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clip = load_clip(DEFAULT_MOTION_PATH)
+    at60 = tmp_path / "at60.npz"
+    save_clip(dataclasses.replace(clip, fps=60.0), at60)
+    per_step = MotionLibrary.from_paths(at60, fps=50.0, playback="frame_per_step")
+    real = MotionLibrary.from_paths(at60, fps=50.0)
+    assert per_step.fps == 50.0 and per_step.lengths[0] == clip.num_frames
+    np.testing.assert_array_equal(per_step.joint_pos, clip.joint_pos)
+    np.testing.assert_array_equal(per_step.joint_vel, clip.joint_vel)  # not rescaled
+    assert real.lengths[0] == int((clip.num_frames - 1) * 50 / 60) + 1
+    env = TrackingVecEnv(1, motion=at60, motion_playback="frame_per_step")
+    assert env.library.lengths[0] == clip.num_frames
+    env.close()
+    with pytest.raises(ValueError, match="motion playback must be one of"):
+        MotionLibrary.from_paths(at60, playback="slow")
+
+
+def test_eval_without_json_writes_no_file_and_names_the_termination(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["eval", "--policy", "zero"]) == 0
+    out = capsys.readouterr().out
+    assert list(tmp_path.iterdir()) == [] and "results not written (no --json)" in out
+    result = evaluate(policy="zero")
+    (clip,) = result["clips"].values()
+    (end,) = clip["terminations"]
+    assert end["step"] == clip["episode_length"] < clip["max_episode_steps"]
+    assert end["causes"] and "time_out" not in end["causes"]
+    assert f"{'+'.join(end['causes'])} at step {end['step']}" in out
