@@ -167,11 +167,17 @@ def _is_pickle(path: Path) -> bool:
 
 
 def _as_text(head: bytes, complete: bool) -> str | None:
-    """``head`` decoded as UTF-8 text, or None for binary data (NUL bytes, invalid UTF-8)."""
-    if b"\x00" in head:
+    """``head`` decoded as UTF-8 text, or None for binary data (control characters other than
+    whitespace, invalid UTF-8)."""
+    if head.translate(None, _TEXT_CONTROLS) != head:
         return None
     decoder = codecs.getincrementaldecoder("utf-8")()
     try:
         return decoder.decode(head, final=complete)
     except UnicodeDecodeError:
         return None
+
+
+# Bytes that do not occur in text: C0 controls except tab, newline, vertical tab, form feed and
+# carriage return, and DEL.
+_TEXT_CONTROLS = bytes([*range(0, 9), *range(14, 32), 127])

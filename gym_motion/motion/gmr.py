@@ -28,7 +28,6 @@ resampling) is the CSV path's: `gym_motion.motion.convert.convert_gmr`.
 from __future__ import annotations
 
 import builtins
-import codecs
 import os
 import pickle
 from collections.abc import Mapping
@@ -69,14 +68,16 @@ class RefusedClassError(pickle.UnpicklingError):
 
 def _latin1_encode(text: str, encoding: str = "utf-8", errors: str = "strict") -> bytes:
     """``_codecs.encode`` as protocol 0-2 pickles use it for bytes: latin-1 only."""
-    if codecs.lookup(encoding).name != "iso8859-1" or not isinstance(text, str):
+    if encoding not in ("latin1", "latin-1") or not isinstance(text, str):
         raise RefusedClassError("_codecs", f"encode(..., {encoding!r})")
-    return codecs.encode(text, "latin-1", errors)
+    return text.encode("latin-1", errors)
 
 
 def _admitted() -> dict[tuple[str, str], object]:
+    # Protocols 0-2 name the builtins module as Python 2 did, "__builtin__".
     table: dict[tuple[str, str], object] = {
-        ("builtins", n): getattr(builtins, n)
+        (module, n): getattr(builtins, n)
+        for module in ("builtins", "__builtin__")
         for n in (
             "dict",
             "list",
@@ -107,9 +108,10 @@ def _admitted() -> dict[tuple[str, str], object]:
 class RestrictedUnpickler(pickle.Unpickler):
     """A `pickle.Unpickler` that resolves only admitted globals; see the module docstring.
 
-    Admitted: builtins ``dict list tuple set frozenset bytes bytearray str int float complex
-    bool``; NumPy's ``ndarray``, ``dtype`` and the array/scalar rebuilders
-    (``numpy[._]core.multiarray._reconstruct``, ``.scalar``, ``numpy[._]core.numeric._frombuffer``);
+    Admitted: builtins (``builtins`` or ``__builtin__``) ``dict list tuple set frozenset bytes
+    bytearray str int float complex bool``; NumPy's ``ndarray``, ``dtype`` and the array and
+    scalar rebuilders (``multiarray._reconstruct``, ``multiarray.scalar``,
+    ``numeric._frombuffer`` of ``numpy.core`` or ``numpy._core``);
     ``_codecs.encode`` restricted to latin-1 (bytes in protocol 0-2 pickles).
 
     Raises:

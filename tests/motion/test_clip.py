@@ -186,3 +186,40 @@ def test_a_csv_passed_as_a_clip_is_refused_with_the_convert_command(tmp_path):
     csv.write_text("0,0,0\n")
     with pytest.raises(MotionFormatError, match="gym-motion convert"):
         load_clip(csv)
+
+
+def test_xyzw_body_quaternions_are_named_as_the_likely_cause(motions_dir, tmp_path, legacy_npz):
+    ref = load_clip(motions_dir / "g1moves_jazzwalk_60fps.npz")
+    xyzw = ref.body_quat_w[..., [1, 2, 3, 0]]
+    path = legacy_npz(tmp_path / "xyzw.npz", ref, body_quat_w=xyzw)
+    with pytest.raises(MotionFormatError) as info:
+        load_clip(path)
+    message = str(info.value)
+    assert "forward kinematics of the root pose and joint_pos puts it" in message
+    assert (
+        "key 'body_quat_w' looks like xyzw (scalar last): read that way, forward kinematics "
+        "matches to 0.00 mm. Store quaternions wxyz (scalar first)"
+    ) in message
+    assert "order does not match" not in message
+    # a wrong body order is still blamed on the order, not on the quaternion convention
+    order = np.arange(30)
+    order[[4, 10]] = order[[10, 4]]
+    perm = legacy_npz(tmp_path / "perm.npz", ref, body_order=order)
+    with pytest.raises(MotionFormatError, match="body order or joint order") as info:
+        load_clip(perm)
+    assert "looks like xyzw" not in str(info.value)
+
+
+@pytest.mark.parametrize("fps", [0, -50.0, float("nan"), float("inf"), "fast"])
+def test_a_target_rate_that_is_not_positive_is_refused(default_clip, tmp_path, fps):
+    path = save_clip(default_clip, tmp_path / "clip.npz")
+    with pytest.raises(ValueError, match=rf"fps must be a positive frame rate in Hz, got {fps!r}"):
+        load_clip(path, fps=fps)
+    with pytest.raises(ValueError, match="positive frame rate"):
+        default_clip.resample(fps)
+
+
+def test_rates_equal_to_round_off_are_one_rate(default_clip):
+    assert clip_module.rates_equal(50.0, 50.0 * (1 + 1e-12))
+    assert not clip_module.rates_equal(50.0, 50.001)
+    assert default_clip.resample(50.0 * (1 + 1e-12)) is default_clip  # no resampling

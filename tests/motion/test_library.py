@@ -63,3 +63,25 @@ def test_folders_load_inside_a_list_of_paths(tmp_path):
     assert lib.num_clips == 2 and lib.names == ("a", DEFAULT_MOTION_PATH.stem)
     with pytest.raises(FileNotFoundError, match=r"no .npz or .pkl \(GMR\) motion files"):
         MotionLibrary.from_paths([tmp_path / "clips", tmp_path])
+
+
+def test_one_rate_rule_for_clip_and_library_objects(two_clips, tmp_path):
+    at_30 = two_clips[0].resample(30.0)
+    with pytest.raises(ValueError, match=r"clip 'clip0' is at 30.0 fps, the library at 50.0"):
+        MotionLibrary([at_30], fps=50.0)
+    with pytest.raises(ValueError, match=r"resample it \(clip.resample\(30.0\)"):
+        MotionLibrary([at_30, two_clips[1]])  # the first clip sets the rate
+    assert MotionLibrary([two_clips[1]], fps=50.0 * (1 + 1e-12)).num_frames == 25
+    with pytest.raises(ValueError, match="fps must be a positive frame rate in Hz, got 0"):
+        MotionLibrary(two_clips, fps=0)
+    # a library object entering an env at another rate is refused ...
+    lib_30 = MotionLibrary([at_30])
+    with pytest.raises(ValueError, match=r"library is at 30.0 fps but the env steps at 50.0 Hz"):
+        MotionLibrary.load(lib_30, g1.G1, 50.0)
+    assert MotionLibrary.load(lib_30, g1.G1, 30.0 * (1 + 1e-12)) is lib_30
+    # ... while files are resampled to the rate asked for, wherever they enter
+    path = save_clip(at_30, tmp_path / "at30.npz")
+    lib = MotionLibrary.load(path, g1.G1, 50.0)
+    assert lib.fps == 50.0 and lib.lengths.tolist() == [401]
+    # every 5th frame at 50 fps is a frame of the 30 fps file (every 3rd), kept exactly
+    np.testing.assert_allclose(lib.joint_pos[::5], two_clips[0].joint_pos[::5], atol=1e-6)
