@@ -57,6 +57,12 @@ out = {"zero": evaluate(policy="zero")}
 out["linear"] = evaluate(policy=linear_policy, max_seconds=LINEAR_MAX_SECONDS)
 out["cli_eval_zero"] = main(["eval", "--policy", "zero", "--max-seconds", "0.2",
                              "--json", tmp + "/zero.json"])
+import onnx
+from test_deploy import fence_meta, tiny_onnx
+onnx.save(tiny_onnx(fence_meta()), tmp + "/tiny.onnx")
+with contextlib.redirect_stdout(io.StringIO()):
+    out["cli_eval_onnx"] = main(["eval", "--onnx", tmp + "/tiny.onnx", "--max-seconds", "0.2",
+                                 "--json", tmp + "/onnx.json"])
 out["attempts_while_evaluating"] = list(Blocker.attempts)
 err = io.StringIO()
 with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
@@ -84,6 +90,7 @@ def without_sb3(tmp_path_factory) -> dict:
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     result["zero_json"] = json.loads((tmp / "zero.json").read_text())
+    result["onnx_json"] = json.loads((tmp / "onnx.json").read_text())
     return result
 
 
@@ -120,6 +127,15 @@ def test_eval_cli_with_zero_policy_imports_neither_sb3_nor_torch(without_sb3):
     assert without_sb3["attempts_while_evaluating"] == []
     assert without_sb3["zero_json"]["policy"] == "zero"
     assert without_sb3["zero_json"]["mean"]["episode_length"] <= 10
+
+
+def test_eval_cli_with_an_onnx_policy_imports_neither_sb3_nor_torch(without_sb3):
+    # tiny_onnx acts 0 whatever it sees: the zero action's episode, through the ONNX path
+    assert without_sb3["cli_eval_onnx"] == 0
+    assert without_sb3["attempts_while_evaluating"] == []
+    onnx_run, zero_run = without_sb3["onnx_json"], without_sb3["zero_json"]
+    assert onnx_run["policy"] == "onnx"
+    assert onnx_run["mean"] == pytest.approx(zero_run["mean"], rel=1e-6)
 
 
 def test_sb3_commands_without_sb3_say_what_to_install(without_sb3):
