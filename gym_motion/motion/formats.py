@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import codecs
 import enum
-import io
 import os
 import pickletools
 import zipfile
@@ -78,16 +77,16 @@ def sniff(path: str | os.PathLike) -> Sniffed:
         `Sniffed`: NPZ for a zip archive whose members are all ``.npy`` files; PICKLE for a
         pickle (protocol 2+ header, or a whole file that parses as protocol 0/1 opcodes);
         CSV for UTF-8 text whose first non-empty line contains a comma; UNSUPPORTED with a
-        description otherwise (empty file, single ``.npy`` array, other zip archive,
-        compressed file, HDF5, other text, other binary data).
+        description otherwise (a directory, empty file, single ``.npy`` array, other zip
+        archive, compressed file, HDF5, other text, other binary data).
 
     Raises:
-        FileNotFoundError: no such file. IsADirectoryError: ``path`` is a directory.
+        FileNotFoundError: no such file.
     """
     path = Path(path)
     size = path.stat().st_size
     if path.is_dir():
-        raise IsADirectoryError(f"{path} is a directory, not a motion file")
+        return Sniffed(FileKind.UNSUPPORTED, "a directory, not a motion file")
     with open(path, "rb") as f:
         head = f.read(SNIFF_BYTES)
     if size == 0:
@@ -155,15 +154,15 @@ def _sniff_zip(path: Path) -> Sniffed:
 
 def _is_pickle(path: Path) -> bool:
     """True when the whole file is one stream of pickle opcodes ending with STOP."""
-    data = path.read_bytes()
-    stream = io.BytesIO(data)
+    size = path.stat().st_size
     last = None
-    try:
-        for op in pickletools.genops(stream):
-            last = op
-    except Exception:  # noqa: BLE001 - any decoding failure means "not a pickle"
-        return False
-    return last is not None and last[0].name == "STOP" and stream.tell() == len(data)
+    with open(path, "rb") as stream:
+        try:
+            for op in pickletools.genops(stream):
+                last = op
+        except Exception:  # noqa: BLE001 - any decoding failure means "not a pickle"
+            return False
+        return last is not None and last[0].name == "STOP" and stream.tell() == size
 
 
 def _as_text(head: bytes, complete: bool) -> str | None:

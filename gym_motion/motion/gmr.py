@@ -73,30 +73,41 @@ def _latin1_encode(text: str, encoding: str = "utf-8", errors: str = "strict") -
     return text.encode("latin-1", errors)
 
 
+def _sized_from_content(kind: type) -> object:
+    """``bytes``/``bytearray`` built from content only: ``bytes(n)`` would allocate ``n`` bytes
+    from one number in the file."""
+
+    def build(*args):
+        if args and isinstance(args[0], int):
+            raise pickle.UnpicklingError(
+                f"builtins.{kind.__name__}({args[0]}) would allocate memory from a number"
+            )
+        return kind(*args)
+
+    return build
+
+
+def _reconstruct(subtype: type, shape: tuple, dtype: bytes) -> np.ndarray:
+    """NumPy's ``_reconstruct`` for the empty placeholder every array pickle starts from (its
+    data come with the state, whose size NumPy checks against the shape)."""
+    if tuple(shape) != (0,):
+        raise pickle.UnpicklingError(f"numpy _reconstruct of shape {shape!r} (expected (0,))")
+    return _multiarray._reconstruct(subtype, shape, dtype)
+
+
 def _admitted() -> dict[tuple[str, str], object]:
     # Protocols 0-2 name the builtins module as Python 2 did, "__builtin__".
-    table: dict[tuple[str, str], object] = {
-        (module, n): getattr(builtins, n)
-        for module in ("builtins", "__builtin__")
-        for n in (
-            "dict",
-            "list",
-            "tuple",
-            "set",
-            "frozenset",
-            "bytes",
-            "bytearray",
-            "str",
-            "int",
-            "float",
-            "complex",
-            "bool",
-        )
-    }
+    table: dict[tuple[str, str], object] = {}
+    for module in ("builtins", "__builtin__"):
+        for name in ("dict", "list", "tuple", "set", "frozenset", "str", "int", "float", "bool"):
+            table[(module, name)] = getattr(builtins, name)
+        table[(module, "complex")] = complex
+        table[(module, "bytes")] = _sized_from_content(bytes)
+        table[(module, "bytearray")] = _sized_from_content(bytearray)
     # NumPy arrays, dtypes and scalars: 1.x pickles name numpy.core, 2.x numpy._core. The
     # objects are taken from the running NumPy, never imported by the name in the file.
     for core in ("numpy.core", "numpy._core"):
-        table[(f"{core}.multiarray", "_reconstruct")] = _multiarray._reconstruct
+        table[(f"{core}.multiarray", "_reconstruct")] = _reconstruct
         table[(f"{core}.multiarray", "scalar")] = _multiarray.scalar
         table[(f"{core}.numeric", "_frombuffer")] = _numeric._frombuffer
     table[("numpy", "ndarray")] = np.ndarray
@@ -109,10 +120,12 @@ class RestrictedUnpickler(pickle.Unpickler):
     """A `pickle.Unpickler` that resolves only admitted globals; see the module docstring.
 
     Admitted: builtins (``builtins`` or ``__builtin__``) ``dict list tuple set frozenset bytes
-    bytearray str int float complex bool``; NumPy's ``ndarray``, ``dtype`` and the array and
-    scalar rebuilders (``multiarray._reconstruct``, ``multiarray.scalar``,
-    ``numeric._frombuffer`` of ``numpy.core`` or ``numpy._core``);
-    ``_codecs.encode`` restricted to latin-1 (bytes in protocol 0-2 pickles).
+    bytearray str int float complex bool`` (``bytes`` and ``bytearray`` from content, not from
+    a size); NumPy's ``ndarray``, ``dtype`` and the array and scalar rebuilders
+    (``multiarray._reconstruct`` of an empty placeholder, ``multiarray.scalar``,
+    ``numeric._frombuffer`` of ``numpy.core`` or ``numpy._core``); ``_codecs.encode``
+    restricted to latin-1 (bytes in protocol 0-2 pickles). Memory use is then bounded by the
+    file's size.
 
     Raises:
         RefusedClassError: from `load` when the pickle names any other global; nothing named
@@ -157,7 +170,7 @@ def load_pickle(path: str | os.PathLike, robot: RobotSpec | None = None) -> obje
 
     Raises:
         MotionFormatError: "unsupported format" naming the refused global, or naming the
-            error of a damaged or truncated pickle.
+            error of a damaged, truncated or memory-inflating pickle.
         FileNotFoundError: no such file.
     """
     robot = _kinematics.default_robot() if robot is None else robot
@@ -174,7 +187,7 @@ def load_pickle(path: str | os.PathLike, robot: RobotSpec | None = None) -> obje
                 what += "; a joblib file"
             raise MotionFormatError(_unsupported(src, what, robot)) from exc
         except Exception as exc:  # noqa: BLE001 - any failure of untrusted bytes is a bad file
-            what = f"a damaged or truncated pickle ({type(exc).__name__}: {exc})"
+            what = f"a pickle that cannot be read ({type(exc).__name__}: {exc})"
             raise MotionFormatError(_unsupported(src, what, robot)) from exc
 
 

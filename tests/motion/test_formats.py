@@ -150,3 +150,14 @@ def test_convert_needs_the_rate_of_a_csv_only(motions_dir, default_clip, tmp_pat
     clip = load_clip(out)
     assert clip.fps == 25.0 and clip.num_frames == 51 and clip.source_fps == 50.0
     np.testing.assert_allclose(clip.joint_pos[10], default_clip.joint_pos[20], atol=1e-7)
+
+
+def test_a_directory_is_not_a_motion_file(tmp_path, capsys):
+    with pytest.raises(MotionFormatError) as info:
+        load_clip(tmp_path)
+    assert (
+        str(info.value)
+        == f"unsupported format: {tmp_path} is a directory, not a motion file; {SUPPORTED}"
+    )
+    assert main(["inspect", str(tmp_path)]) == 2
+    assert "is a directory, not a motion file" in capsys.readouterr().err

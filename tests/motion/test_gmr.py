@@ -186,7 +186,7 @@ def test_a_truncated_pickle_is_unsupported(rows, tmp_path):
     path = tmp_path / "cut.pkl"
     path.write_bytes(data[: len(data) // 2])
     with pytest.raises(
-        MotionFormatError, match=r"is a damaged or truncated pickle \(.*" + SUPPORTED
+        MotionFormatError, match=r"is a pickle that cannot be read \(.*" + SUPPORTED
     ):
         load_clip(path)
 
@@ -264,3 +264,21 @@ def test_local_body_pos_is_checked_against_forward_kinematics(rows, tmp_path):
         MotionFormatError, match=r"'local_body_pos' has shape \(121, 4, 3\), expected \(121, 2, 3\)"
     ):
         read_gmr(_write(tmp_path / "count.pkl", wrong_count))
+
+
+@pytest.mark.parametrize(
+    ("crafted", "reason"),
+    [
+        (b"c__builtin__\nbytearray\n(I1000000000000\ntR.", r"bytearray\(1000000000000\)"),
+        (
+            b"cnumpy.core.multiarray\n_reconstruct\n(cnumpy\nndarray\n(I1000000000000\ntS'b'\ntR.",
+            r"_reconstruct of shape \(1000000000000,\)",
+        ),
+    ],
+    ids=["bytearray", "reconstruct"],
+)
+def test_a_pickle_cannot_allocate_memory_from_a_number(tmp_path, crafted, reason):
+    path = tmp_path / "big.pkl"
+    path.write_bytes(crafted)
+    with pytest.raises(MotionFormatError, match=r"is a pickle that cannot be read \(.*" + reason):
+        load_clip(path)
