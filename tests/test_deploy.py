@@ -457,3 +457,25 @@ def test_eval_without_json_writes_no_file_and_names_the_termination(tmp_path, mo
     assert end["step"] == clip["episode_length"] < clip["max_episode_steps"]
     assert end["causes"] and "time_out" not in end["causes"]
     assert f"{'+'.join(end['causes'])} at step {end['step']}" in out
+
+
+def test_run_task_cfg_reads_tagged_and_plain_configs_and_refuses_another_robot(tmp_path):
+    pytest.importorskip("stable_baselines3")
+    from gym_motion.adapters.sb3.export import export_run, run_task_cfg
+    from gym_motion.adapters.sb3.train import TrainConfig, resolved_config
+
+    no_se = TrackingEnvCfg(state_estimation=False)
+    tagged = run_task_cfg({"env": json.loads(no_se.to_json())})
+    assert tagged.state_estimation is False and tagged.robot is G1
+    plain = resolved_config(TrainConfig(state_estimation=False), [str(DEFAULT_MOTION_PATH)])
+    cfg = run_task_cfg(plain)
+    assert deploy_metadata(cfg) == deploy_metadata(no_se)
+    assert deploy_metadata(cfg)["observation_names"].split(",") == [
+        "command", "motion_anchor_ori_b", "base_ang_vel", "joint_pos", "joint_vel", "actions"
+    ]  # fmt: skip
+    plain["env"]["robot"]["kp"] = [1.0] * 29
+    with pytest.raises(ValueError, match=r"run/config.json: env.robot.kp differs from robot 'g1'"):
+        run_task_cfg(plain, "run/config.json")
+    (tmp_path / "model.zip").write_bytes(b"")
+    with pytest.raises(FileNotFoundError, match="config.json is needed for the deploy metadata"):
+        export_run(tmp_path, tmp_path / "p.onnx")
