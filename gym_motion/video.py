@@ -2,6 +2,7 @@
 
     gym-motion render --model runs/NAME --motion dance.npz -o dance.mp4
     gym-motion render --policy zero --motion dance.npz -o zero.mp4 --seconds 4
+    gym-motion render --onnx B_Fence1.onnx --motion B_Fence1.npz --frame-per-step -o fence.mp4
 
 The clip plays from its first frame as `gym_motion.evaluate` plays it (`eval_cfg`: no noise,
 no randomisation, the deterministic policy); every frame shows the robot and its reference
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from gym_motion.evaluate import Policy
+    from gym_motion.evaluate import BindablePolicy, Policy
     from gym_motion.render import RenderCfg
 
 __all__ = ["Mp4Writer", "read_mp4", "record_video", "register_cli"]
@@ -149,7 +150,7 @@ def read_mp4(path: str | os.PathLike) -> tuple[np.ndarray, float]:
 
 def record_video(
     path: str | os.PathLike,
-    policy: Policy | None,
+    policy: Policy | BindablePolicy | None,
     clip: str | os.PathLike,
     *,
     seconds: float | None = None,
@@ -161,13 +162,16 @@ def record_video(
     backend: str = "mujoco",
     backend_kwargs: dict[str, Any] | None = None,
     seed: int = 0,
+    playback: str = "real_time",
     progress: bool = True,
 ) -> dict[str, Any]:
     """Play `clip` from its first frame with `policy` and write the video to `path` (MP4).
 
     Args:
         path: the ``.mp4`` to write (atomically; its folder must exist).
-        policy: obs -> actions (`gym_motion.evaluate.Policy`); None: the zero action.
+        policy: obs -> actions (`gym_motion.evaluate.Policy`), or a `BindablePolicy` (e.g.
+            `gym_motion.deploy.OnnxPolicy`, bound to the env built here); None: the zero
+            action.
         clip: a clip npz (a folder: its first ``*.npz`` by name).
         seconds: length of the played motion, s (default: the whole clip).
         fps: video frame rate; must divide the env's control rate (50 Hz: 50, 25, 10, ...):
@@ -176,6 +180,7 @@ def record_video(
         render_cfg: frame size, camera and colours (`gym_motion.render.RenderCfg`).
         obs_mode, state_estimation: the observation `policy` takes (see `evaluate_clip`).
         backend, backend_kwargs, seed: the env's physics backend and seed.
+        playback: "real_time" or "frame_per_step" (`gym_motion.motion.Playback`).
         progress: show a progress bar (tqdm) over the control steps.
 
     Returns:
@@ -184,7 +189,8 @@ def record_video(
         "height": int, "render_s": float (wall time of rendering and encoding)}``.
 
     Raises:
-        ValueError: fps does not divide the control rate; a bad clip or render setting.
+        ValueError: fps does not divide the control rate; a bad clip or render setting; a
+            policy that cannot be bound to the env.
         FileNotFoundError: no clip, or no folder for `path`.
         RuntimeError: no OpenGL context (set ``MUJOCO_GL=egl`` without a display).
         ModuleNotFoundError: ``imageio_ffmpeg`` is not installed (the ``render`` extra).
@@ -196,7 +202,7 @@ def record_video(
 
     from gym_motion.envs.config import TrackingEnvCfg, eval_cfg
     from gym_motion.envs.tracking import TrackingVecEnv
-    from gym_motion.evaluate import zero_policy
+    from gym_motion.evaluate import BindablePolicy, zero_policy
     from gym_motion.motion.library import MotionLibrary
     from gym_motion.render import RenderCfg
 
@@ -208,7 +214,7 @@ def record_video(
         raise ValueError(
             f"fps must divide the control rate {rate:g} Hz (e.g. 50, 25, 10), got {fps}"
         )
-    library = MotionLibrary.from_paths(clip, fps=rate, robot=cfg.robot)
+    library = MotionLibrary.from_paths(clip, fps=rate, robot=cfg.robot, playback=playback)
     horizon = int(library.lengths[0]) - 1
     if seconds is not None:
         horizon = min(horizon, max(1, round(seconds * rate)))
@@ -229,7 +235,10 @@ def record_video(
     t0 = time.perf_counter()
     terminated_step = None
     try:
-        act = policy or zero_policy(env.single_action_space.shape[0])
+        if isinstance(policy, BindablePolicy):
+            act = policy.bind(env)
+        else:
+            act = policy or zero_policy(env.single_action_space.shape[0])
         obs, _ = env.reset(seed=seed)
         with (
             Mp4Writer(path, render_cfg.width, render_cfg.height, rate / every) as video,
@@ -294,7 +303,16 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
         "translucent ghost, from a camera that follows the robot.",
     )
     p.add_argument("--model", default=None, metavar="RUN_DIR", help="a gym-motion train run")
-    p.add_argument("--policy", choices=("model", "zero"), default="model")
+    p.add_argument(
+        "--onnx", default=None, metavar="POLICY.onnx",
+        help="an ONNX tracking policy with deploy metadata (as gym-motion eval --onnx)",
+    )  # fmt: skip
+    p.add_argument(
+        "--policy-meta", default=None, metavar="META.yaml",
+        help="deploy metadata for --onnx as YAML/JSON; its keys override the file's",
+    )  # fmt: skip
+    p.add_argument("--policy", choices=("model", "zero"), default=None,
+                   help="model (with --model) or zero (the zero action)")  # fmt: skip
     p.add_argument(
         "--motion", default=None, metavar="CLIP",
         help="clip npz (default: the run's first training clip, else the embedded default)",
@@ -307,6 +325,11 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--hold", type=float, default=1.0, help="seconds the frame of a termination is held"
     )
+    p.add_argument(
+        "--frame-per-step", action="store_true",
+        help="play one clip frame per control step whatever its fps label (as mjlab trains); "
+        "default: real time",
+    )  # fmt: skip
     p.add_argument("--backend", default="mujoco")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -316,10 +339,22 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
 def _run_cli(args: argparse.Namespace) -> int:
     from gym_motion.render import RenderCfg
 
-    if args.policy == "model" and args.model is None:
-        raise SystemExit("gym-motion render: --model RUN_DIR is required unless --policy zero")
-    policy, config = None, {}
-    if args.policy == "model":
+    if args.onnx is not None and (args.model is not None or args.policy is not None):
+        raise SystemExit("gym-motion render: --onnx runs the ONNX policy; drop --model/--policy")
+    if args.policy_meta is not None and args.onnx is None:
+        raise SystemExit("gym-motion render: --policy-meta goes with --onnx")
+    policy, config, state_estimation = None, {}, None
+    if args.onnx is not None:
+        from gym_motion.deploy import OnnxPolicy
+
+        policy = OnnxPolicy(args.onnx, args.policy_meta)
+        state_estimation = policy.state_estimation
+    elif (args.policy or "model") == "model":
+        if args.model is None:
+            raise SystemExit(
+                "gym-motion render: --model RUN_DIR or --onnx POLICY.onnx is required unless "
+                "--policy zero"
+            )
         from gym_motion.adapters.sb3.policy import load_run_policy
 
         policy, config = load_run_policy(args.model)
@@ -340,9 +375,13 @@ def _run_cli(args: argparse.Namespace) -> int:
         hold_s=args.hold,
         render_cfg=RenderCfg(width=args.width, height=args.height),
         obs_mode=train_cfg.get("obs_mode", "policy"),
-        state_estimation=train_cfg.get("state_estimation", True),
+        state_estimation=(
+            train_cfg.get("state_estimation", True) if state_estimation is None
+            else state_estimation
+        ),
         backend=args.backend,
         seed=args.seed,
+        playback="frame_per_step" if args.frame_per_step else "real_time",
         progress=not args.no_progress,
     )
     fell = result["terminated_step"]

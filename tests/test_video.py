@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -94,6 +96,42 @@ def test_cli_render_writes_the_video(gl, tmp_path, capsys):
 
 
 def test_cli_render_needs_a_run_or_the_zero_policy(tmp_path):
-    with pytest.raises(SystemExit, match="--model RUN_DIR is required"):
+    with pytest.raises(SystemExit, match="--model RUN_DIR or --onnx POLICY.onnx is required"):
         main(["render", "-o", str(tmp_path / "x.mp4")])
     assert main(["render", "--model", str(tmp_path), "-o", str(tmp_path / "x.mp4")]) == 2
+
+
+def test_a_bindable_policy_is_bound_to_the_video_env(gl, tmp_path):
+    class Bindable:
+        def __init__(self):
+            self.envs = []
+
+        def bind(self, env):
+            self.envs.append(env)
+            return lambda obs: np.zeros((len(obs), 29), np.float32)
+
+    policy = Bindable()
+    result = record_video(tmp_path / "b.mp4", policy, DEFAULT_MOTION_PATH, seconds=0.1, fps=50,
+                          render_cfg=TINY, progress=False)  # fmt: skip
+    (env,) = policy.envs
+    assert env.num_envs == 1 and env.render_mode == "rgb_array"
+    assert result["frames"] == 5 + 1 and result["fps"] == 50.0
+
+
+SHARED_FENCE = Path(__file__).resolve().parents[1].parent / "shared/policies/g1moves_B_Fence1"
+
+
+def test_cli_render_runs_the_shared_onnx_policy(gl, tmp_path, capsys):
+    pytest.importorskip("onnxruntime")
+    if not (SHARED_FENCE / "B_Fence1.onnx").is_file():
+        pytest.skip(f"shared B_Fence1 policy not found at {SHARED_FENCE}")
+    out = tmp_path / "fence.mp4"
+    argv = ["render", "--onnx", str(SHARED_FENCE / "B_Fence1.onnx"), "--motion",
+            str(SHARED_FENCE / "B_Fence1.npz"), "--frame-per-step", "--seconds", "0.4",
+            "--width", "64", "--height", "48", "-o", str(out), "--no-progress"]  # fmt: skip
+    assert main(argv) == 0
+    assert "20 steps of B_Fence1.npz, no termination" in capsys.readouterr().out
+    frames, _ = read_mp4(out)
+    assert frames.shape == (20 // 2 + 1, 48, 64, 3)
+    with pytest.raises(SystemExit, match="drop --model/--policy"):
+        main(["render", "--onnx", "x.onnx", "--policy", "zero", "-o", str(out)])
