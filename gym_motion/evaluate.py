@@ -44,7 +44,8 @@ ONNX policy from any trainer, its joint order, default pose, action scale and ob
 terms (deploy metadata) mapped onto the env's, its ``time_step`` input fed the motion frame.
 
 Only ``--model RUN`` (`evaluate` with ``policy="model"``) loads a `gym-motion train` run, through
-the Stable-Baselines3 adapter (`gym_motion.adapters.sb3.policy`), imported then; ``--onnx``
+the adapter of the library that trained it (`load_run_policy`: `gym_motion.adapters.sb3.policy`
+or `gym_motion.adapters.rsl_rl.policy`), imported then; ``--onnx``
 needs onnxruntime (the ``[onnx]`` extra) and neither SB3 nor torch.
 
 The JSON goes where ``--json`` says; without it, ``--model RUN`` writes
@@ -67,10 +68,12 @@ __all__ = [
     "BindablePolicy",
     "Obs",
     "Policy",
+    "RUN_LOADERS",
     "evaluate",
     "evaluate_clip",
     "evaluate_policy_on_clips",
     "format_table",
+    "load_run_policy",
     "register_cli",
     "zero_policy",
 ]
@@ -278,7 +281,7 @@ def evaluate(
         run_dir: a `gym-motion train` run folder, or None.
         clips: clip npz(s) or folders; default: the run's training clips, else the embedded
             default motion.
-        policy: ``"model"``: the run's trained SB3 model (imports the SB3 adapter); ``"zero"``:
+        policy: ``"model"``: the run's trained model (`load_run_policy`); ``"zero"``:
             the zero action; any `Policy` callable; or a `BindablePolicy` such as
             `gym_motion.deploy.OnnxPolicy`.
         episodes, backend, max_seconds, seed, backend_kwargs, playback: see `evaluate_clip`.
@@ -303,8 +306,6 @@ def evaluate(
     elif policy == "model":
         if run_dir is None:
             raise ValueError("evaluating a model needs its run folder (--model RUN_DIR)")
-        from gym_motion.adapters.sb3.policy import load_run_policy
-
         act, config = load_run_policy(run_dir)
     elif policy != "zero":
         raise ValueError(f"policy must be 'model', 'zero' or a callable, got {policy!r}")
@@ -336,6 +337,34 @@ def evaluate(
     )
     result["run"] = None if run_dir is None else str(run_dir)
     return result
+
+
+# config.json's "library" -> the module whose ``load_run_policy(run_dir)`` loads the run's model
+RUN_LOADERS = {
+    "sb3": "gym_motion.adapters.sb3.policy",
+    "rsl_rl": "gym_motion.adapters.rsl_rl.policy",
+}
+
+
+def load_run_policy(run_dir: str | os.PathLike) -> tuple[Policy, dict[str, Any]]:
+    """The deterministic policy of a `gym-motion train` run folder, and its config.json, loaded
+    by the adapter of the library that trained it (config.json's ``"library"``; runs without
+    one are Stable-Baselines3's). Imports that adapter, and so its library, only now.
+
+    Raises:
+        ValueError: config.json names a library without a loader in `RUN_LOADERS`.
+        FileNotFoundError: the run folder lacks the files its loader needs.
+    """
+    import importlib
+
+    path = Path(run_dir) / "config.json"
+    library = json.loads(path.read_text()).get("library", "sb3") if path.is_file() else "sb3"
+    if library not in RUN_LOADERS:
+        raise ValueError(
+            f"{path}: a run of library {library!r}, which gym_motion cannot load; "
+            f"known: {sorted(RUN_LOADERS)}"
+        )
+    return importlib.import_module(RUN_LOADERS[library]).load_run_policy(run_dir)
 
 
 def format_table(result: dict[str, Any]) -> str:

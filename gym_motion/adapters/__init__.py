@@ -1,6 +1,8 @@
 """Adapters to RL libraries: one package per library, named for it.
 
 - `gym_motion.adapters.sb3`: Stable-Baselines3 (``VecEnv``, callbacks, ``gym-motion train``).
+- `gym_motion.adapters.rsl_rl`: rsl_rl (``VecEnv``, BeyondMimic's PPO settings,
+  ``gym-motion train --library rsl_rl``).
 
 Nothing here imports an adapter: each package pulls in its own library (install it with the
 matching extra, e.g. ``pip install -e ".[sb3]"``), and the env, its statistics

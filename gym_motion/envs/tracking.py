@@ -171,6 +171,10 @@ class TrackingVecEnv(VectorEnv):
         self.observations = ObservationManager(cfg.observation_groups(), s, cfg.obs_noise)
 
         self.episode_length = np.zeros(n, np.int32)
+        # Steps counted against the time limit on top of episode_length, per env (0 at each
+        # episode start; `final/length` stays episode_length). A trainer that spreads episode
+        # ends writes it (rsl_rl's init_at_random_ep_len, through `RslRlVecEnv`).
+        self.time_limit_offset = np.zeros(n, np.int32)
         self._needs_reset = np.zeros(n, bool)
         self.nonfinite_count = 0
         self._was_reset = False
@@ -261,7 +265,8 @@ class TrackingVecEnv(VectorEnv):
         reward = self.rewards.compute().copy()
         reward[nonfinite] = 0.0
         self.episode_length += 1
-        truncated = (self.episode_length >= self.max_episode_steps) & ~terminated
+        limit_steps = self.episode_length + self.time_limit_offset
+        truncated = (limit_steps >= self.max_episode_steps) & ~terminated
         if autoreset is not None:
             for a in (reward, terminated, truncated, clip_end):
                 a[autoreset] = 0
@@ -378,6 +383,7 @@ class TrackingVecEnv(VectorEnv):
     def _start_episodes(self, ids: np.ndarray) -> None:
         """New episodes on rows `ids`: counters, sums, actions, per-episode events."""
         self.episode_length[ids] = 0
+        self.time_limit_offset[ids] = 0
         self.rewards.reset(ids)
         self.command.reset(ids)
         self.state.last_action[ids] = 0.0

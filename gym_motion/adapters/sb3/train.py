@@ -511,6 +511,14 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
         "--ppo", nargs="*", default=[], metavar="KEY=VALUE",
         help=f"override PPO settings ({', '.join(PPO_DEFAULTS)}), values as JSON",
     )  # fmt: skip
+    p.add_argument(
+        "--library", choices=("sb3", "rsl_rl"), default="sb3",
+        help="sb3 (default): Stable-Baselines3; rsl_rl: rsl_rl's OnPolicyRunner "
+        "(gym_motion.adapters.rsl_rl.train; --ppo keys of its PPO_DEFAULTS; no video)",
+    )  # fmt: skip
+    from gym_motion.adapters.rsl_rl.train import add_cli_arguments  # imports no rsl_rl
+
+    add_cli_arguments(p)
     p.set_defaults(func=_run_cli)
 
 
@@ -528,6 +536,10 @@ def _parse_overrides(items: list[str]) -> dict[str, Any]:
 
 
 def _run_cli(args: argparse.Namespace) -> int:
+    if getattr(args, "library", "sb3") == "rsl_rl":
+        from gym_motion.adapters.rsl_rl.train import run_cli
+
+        return run_cli(args)
     config = TrainConfig(
         motion=list(args.motion),
         num_envs=args.num_envs,

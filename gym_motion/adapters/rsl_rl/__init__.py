@@ -1,0 +1,64 @@
+"""rsl_rl adapter: the env as an rsl_rl ``VecEnv``, BeyondMimic's PPO settings, training and
+run loading.
+
+Modules:
+
+- `vec_env`: `RslRlVecEnv`, rsl_rl's ``VecEnv`` over a SAME_STEP `TrackingVecEnv` (torch
+  tensors on a device of your choice, ``policy`` and privileged ``critic`` observation groups,
+  tracking statistics in ``extras["log"]``, an episode-length buffer rsl_rl may randomise).
+- `config`: `PPO_DEFAULTS` (BeyondMimic's rsl_rl values) and `runner_cfg`, the
+  ``OnPolicyRunner`` config dict.
+- `train`: ``gym-motion train --library rsl_rl`` (`TrainConfig`, `train`).
+- `policy`: a trained run folder as a policy callable for `gym_motion.evaluate`.
+
+Install with ``pip install -e ".[rsl_rl]"`` (rsl-rl-lib, tensordict, torch). The names below are
+imported on first use, so importing this package loads neither rsl_rl nor torch::
+
+    from gym_motion.adapters.rsl_rl import RslRlVecEnv, runner_cfg
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gym_motion.adapters.rsl_rl.config import PPO_DEFAULTS, runner_cfg
+    from gym_motion.adapters.rsl_rl.policy import actor_policy, load_actor, load_run_policy
+    from gym_motion.adapters.rsl_rl.train import TrainConfig, train
+    from gym_motion.adapters.rsl_rl.vec_env import RslRlVecEnv
+
+# public name -> the submodule that defines it
+_SOURCES = {
+    "RslRlVecEnv": "vec_env",
+    "PPO_DEFAULTS": "config",
+    "runner_cfg": "config",
+    "TrainConfig": "train",
+    "train": "train",
+    "actor_policy": "policy",
+    "load_actor": "policy",
+    "load_run_policy": "policy",
+}
+
+__all__ = [
+    "PPO_DEFAULTS",
+    "RslRlVecEnv",
+    "TrainConfig",
+    "actor_policy",
+    "load_actor",
+    "load_run_policy",
+    "runner_cfg",
+    "train",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _SOURCES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_SOURCES[name]}"), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_SOURCES))

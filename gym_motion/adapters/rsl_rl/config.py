@@ -1,0 +1,120 @@
+"""rsl_rl's PPO settings for the tracking task, as the nested dict its ``OnPolicyRunner`` takes.
+
+`PPO_DEFAULTS` are the values of BeyondMimic's rsl_rl configuration for the G1 tracking task
+(whole_body_tracking's ``G1FlatPPORunnerCfg``, the same in mjlab's tracking task): 24 steps per
+env and iteration, 5 epochs of 4 minibatches, learning rate 1e-3 adapted to a desired KL of
+0.01, gamma 0.99, GAE lambda 0.95, clip 0.2, entropy 0.005, value loss coefficient 1.0 with a
+clipped value loss, gradient norm 1.0, actor and critic MLPs [512, 256, 128] with ELU, empirical
+observation normalisation, a Gaussian action distribution of initial std 1.0, a checkpoint every
+500 iterations, and episodes started at random lengths (``init_at_random_ep_len``, as Isaac
+Lab's rsl_rl training script starts them). Only the number of envs differs on a CPU (it is
+`gym_motion.adapters.rsl_rl.train.TrainConfig`'s, 256 by default).
+
+Example::
+
+    cfg = runner_cfg({"init_std": 0.37}, obs_mode="dict")  # the actor reads "policy",
+    cfg["obs_groups"]  # {"actor": ["policy"], "critic": ["critic"]}     the critic "critic"
+
+Nothing here imports rsl_rl or torch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["PPO_DEFAULTS", "resolved_ppo", "runner_cfg"]
+
+PPO_DEFAULTS: dict[str, Any] = {
+    "num_steps_per_env": 24,
+    "learning_rate": 1.0e-3,
+    "schedule": "adaptive",
+    "desired_kl": 0.01,
+    "num_learning_epochs": 5,
+    "num_mini_batches": 4,
+    "gamma": 0.99,
+    "lam": 0.95,
+    "clip_param": 0.2,
+    "entropy_coef": 0.005,
+    "value_loss_coef": 1.0,
+    "use_clipped_value_loss": True,
+    "max_grad_norm": 1.0,
+    "hidden_dims": [512, 256, 128],
+    "activation": "elu",
+    "obs_normalization": True,
+    "init_std": 1.0,
+    "save_interval": 500,
+    "init_at_random_ep_len": True,
+}
+
+# PPO_DEFAULTS keys that go into the runner's "algorithm" dict
+_ALGORITHM = (
+    "learning_rate",
+    "schedule",
+    "desired_kl",
+    "num_learning_epochs",
+    "num_mini_batches",
+    "gamma",
+    "lam",
+    "clip_param",
+    "entropy_coef",
+    "value_loss_coef",
+    "use_clipped_value_loss",
+    "max_grad_norm",
+)
+
+
+def resolved_ppo(overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """`PPO_DEFAULTS` with `overrides` applied.
+
+    Raises:
+        ValueError: an override names an unknown setting (the known ones are listed).
+    """
+    overrides = dict(overrides or {})
+    unknown = set(overrides) - set(PPO_DEFAULTS)
+    if unknown:
+        raise ValueError(
+            f"unknown rsl_rl PPO settings {sorted(unknown)}; known: {list(PPO_DEFAULTS)}"
+        )
+    return {**PPO_DEFAULTS, **overrides}
+
+
+def runner_cfg(overrides: dict[str, Any] | None = None, obs_mode: str = "dict") -> dict[str, Any]:
+    """The ``train_cfg`` dict of rsl_rl 5's ``OnPolicyRunner`` (PPO, MLP actor and critic).
+
+    Args:
+        overrides: keys of `PPO_DEFAULTS` to change.
+        obs_mode: "dict": the critic reads the env's privileged ``critic`` group (asymmetric
+            actor-critic); "policy": both read the ``policy`` group.
+
+    Raises:
+        ValueError: an unknown override or obs_mode.
+    """
+    if obs_mode not in ("dict", "policy"):
+        raise ValueError(f"obs_mode must be 'dict' or 'policy', got {obs_mode!r}")
+    p = resolved_ppo(overrides)
+
+    def model(distribution: bool) -> dict[str, Any]:
+        m = {
+            "class_name": "MLPModel",
+            "hidden_dims": list(p["hidden_dims"]),
+            "activation": p["activation"],
+            "obs_normalization": p["obs_normalization"],
+        }
+        if distribution:
+            m["distribution_cfg"] = {
+                "class_name": "GaussianDistribution",
+                "init_std": p["init_std"],
+                "std_type": "scalar",
+            }
+        return m
+
+    critic_group = "critic" if obs_mode == "dict" else "policy"
+    return {
+        "num_steps_per_env": p["num_steps_per_env"],
+        "save_interval": p["save_interval"],
+        "obs_groups": {"actor": ["policy"], "critic": [critic_group]},
+        "algorithm": {"class_name": "PPO", **{k: p[k] for k in _ALGORITHM}},
+        "actor": model(distribution=True),
+        "critic": model(distribution=False),
+        "logger": "tensorboard",
+    }

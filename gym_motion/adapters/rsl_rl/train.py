@@ -1,0 +1,409 @@
+"""`gym-motion train --library rsl_rl`: rsl_rl's PPO (``OnPolicyRunner``) on the tracking task.
+
+    gym-motion train --library rsl_rl                       # default motion, <= 12 min of learning
+    gym-motion train --library rsl_rl --motion dance.npz --num-envs 256 --out runs/rsl --device cpu
+
+The run folder has the layout of the Stable-Baselines3 runs (`gym_motion.adapters.sb3.train`):
+``model.pt`` (rsl_rl's checkpoint: actor with its observation normaliser, critic, optimiser;
+rsl_rl's own ``model_<iteration>.pt`` checkpoints beside it), TensorBoard events (rsl_rl's
+``Loss/``, ``Train/``, ``Perf/`` keys, the tracking keys of `RslRlVecEnv`'s ``extras["log"]``,
+``curriculum/reset_noise_scale`` and the periodic ``eval/*``), ``config.json`` (library,
+training settings, rsl_rl's runner config, observation sizes, task config, versions),
+``summary.json`` (zero-action evaluation before training and the trained policy's after,
+`gym_motion.evaluate`) and ``training_curves.png``. ``gym-motion eval --model RUN`` loads it
+(`gym_motion.adapters.rsl_rl.policy`). Ctrl-C saves a checkpoint and the summary without the
+after-training evaluation, and exits with code 130.
+
+PPO settings: `gym_motion.adapters.rsl_rl.config.PPO_DEFAULTS` (BeyondMimic's rsl_rl values),
+changed with ``--ppo KEY=VALUE``. The env's reset noise ramps from none to the task's over the
+first ``--reset-noise-ramp`` of the steps, as in the SB3 runs (rsl_rl itself has no such ramp).
+
+The learning loop is rsl_rl's own ``OnPolicyRunner.learn``; after each iteration is logged
+(`_AfterIteration`, around the runner's logger), this module records the curves, sets the
+reset-noise scale, runs the periodic evaluation and stops learning at the wall-clock budget.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import platform
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gym_motion.adapters.rsl_rl.config import resolved_ppo, runner_cfg
+
+# rsl_rl, torch and matplotlib are imported inside the functions that use them: the command line
+# imports this module to add its options to `gym-motion train`.
+
+__all__ = ["TrainConfig", "add_cli_arguments", "make_env", "run_cli", "train"]
+
+EVAL_KEYS = ("episode_length", "success_rate", "mpkpe_mm", "tracking_reward_per_clip_step")
+
+
+@dataclass
+class TrainConfig:
+    """Everything `train` needs; ``gym-motion train --library rsl_rl`` fills it.
+
+    Attributes:
+        motion: clip paths (npz) or folders; empty: the embedded default motion.
+        num_envs: N parallel envs. total_steps: env steps summed over envs (rounded up to
+            whole iterations of ``num_steps_per_env`` x N).
+        max_minutes: wall-clock budget of learning; learning stops after the iteration that
+            passes it (None: no budget).
+        backend: physics backend. backend_kwargs: its settings (e.g. num_threads).
+        device: torch device of rsl_rl's networks and of the env's tensors ("cpu", "cuda:0").
+        seed: seeds torch and the env. out: run folder (default ``runs/<date>-<time>``).
+        obs_mode: "dict": the critic reads the privileged critic group (286 values), the actor
+            the policy group (160); "policy": both read the policy group.
+        state_estimation: False drops anchor position and base linear velocity (154 obs).
+        eval_episodes, eval_max_seconds: the before/after evaluations (`gym_motion.evaluate`).
+        reset_noise_ramp: fraction of `total_steps` over which the reset noise ramps from none
+            to full (0: full from the first step).
+        eval_every_steps: deterministic evaluation from the clip start every this many env
+            steps and at the end (0: off).
+        ppo: keys of `PPO_DEFAULTS` to change.
+    """
+
+    motion: list[str] = field(default_factory=list)
+    num_envs: int = 256
+    total_steps: int = 3_000_000
+    max_minutes: float | None = None
+    backend: str = "mujoco"
+    device: str = "cpu"
+    seed: int = 0
+    out: str | None = None
+    obs_mode: str = "dict"
+    state_estimation: bool = True
+    eval_episodes: int = 1
+    eval_max_seconds: float | None = None
+    reset_noise_ramp: float = 0.5
+    eval_every_steps: int = 500_000
+    ppo: dict[str, Any] = field(default_factory=dict)
+    backend_kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.reset_noise_ramp <= 1.0:
+            raise ValueError(f"reset_noise_ramp must be in [0, 1], got {self.reset_noise_ramp}")
+        if self.obs_mode not in ("dict", "policy"):
+            raise ValueError(f"obs_mode must be 'dict' or 'policy', got {self.obs_mode!r}")
+        resolved_ppo(self.ppo)  # unknown keys fail here, before any work
+
+    def iterations(self) -> int:
+        """Learning iterations of rsl_rl that cover `total_steps`."""
+        per_iteration = resolved_ppo(self.ppo)["num_steps_per_env"] * self.num_envs
+        return max(1, math.ceil(self.total_steps / per_iteration))
+
+
+def make_env(config: TrainConfig, motions: list[str] | None):
+    """The training env: `TrackingVecEnv` (SAME_STEP) -> `RslRlVecEnv` on ``config.device``."""
+    from gym_motion.adapters.rsl_rl.vec_env import RslRlVecEnv
+    from gym_motion.envs.config import TrackingEnvCfg
+    from gym_motion.envs.tracking import TrackingVecEnv
+
+    env = TrackingVecEnv(
+        num_envs=config.num_envs,
+        motion=motions or None,
+        backend=config.backend,
+        cfg=TrackingEnvCfg(state_estimation=config.state_estimation),
+        autoreset_mode="same_step",
+        obs_mode=config.obs_mode,
+        seed=config.seed,
+        backend_kwargs=config.backend_kwargs or None,
+    )
+    env.reset_noise_scale = _noise_scale(0.0, config.reset_noise_ramp)
+    return RslRlVecEnv(env, device=config.device)
+
+
+def _noise_scale(progress: float, ramp: float) -> float:
+    # the SB3 runs' ramp; that module imports no SB3 at import time
+    from gym_motion.adapters.sb3.train import reset_noise_scale
+
+    return reset_noise_scale(progress, ramp)
+
+
+def resolved_config(config: TrainConfig, motions: list[str], env) -> dict[str, Any]:
+    """The JSON-able config of a run: library, train settings, rsl_rl's runner config,
+    observation sizes and action count (what `load_actor` rebuilds the actor from), task
+    config and versions."""
+    from importlib.metadata import version
+
+    import gymnasium
+    import torch
+
+    import gym_motion
+
+    obs = env.get_observations()
+    return {
+        "library": "rsl_rl",
+        "train": {**_jsonable(config), "motion": motions},
+        "rsl_rl": runner_cfg(config.ppo, config.obs_mode),
+        "init_at_random_ep_len": resolved_ppo(config.ppo)["init_at_random_ep_len"],
+        "obs_dims": {k: int(v.shape[-1]) for k, v in obs.items()},
+        "num_actions": env.num_actions,
+        "env": env.cfg,
+        "versions": {
+            "gym_motion": gym_motion.__version__,
+            "rsl_rl_lib": version("rsl-rl-lib"),
+            "torch": torch.__version__,
+            "gymnasium": gymnasium.__version__,
+            "python": platform.python_version(),
+        },
+    }
+
+
+def _jsonable(obj: Any) -> Any:
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: _jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_jsonable(v) for v in obj]
+    return obj
+
+
+class _StopLearning(Exception):
+    """Raised after an iteration to end rsl_rl's learning loop (the wall-clock budget)."""
+
+
+class _AfterIteration:
+    """Wraps ``runner.logger.log`` (rsl_rl calls it once per iteration, after the update):
+    after rsl_rl has logged iteration ``it``, record the tracking statistics of the iteration
+    (``history``, for the curves), set the reset-noise scale for the next one, run the periodic
+    evaluation (``evals``) and raise `_StopLearning` past the wall-clock budget."""
+
+    def __init__(
+        self,
+        runner,
+        env,
+        config: TrainConfig,
+        evaluate: Callable[[], dict[str, Any]] | None,
+        seconds: float | None,
+    ):
+        self.runner, self.env, self.config = runner, env, config
+        self._log = runner.logger.log
+        self._evaluate = evaluate
+        self.seconds = seconds
+        self.t0 = time.perf_counter()
+        self.history: list[dict[str, float]] = []
+        self.evals: list[dict[str, float]] = []
+        self.hit_budget = False
+        self.scale = _noise_scale(0.0, config.reset_noise_ramp)
+        self._next_eval = config.eval_every_steps or math.inf
+        runner.logger.log = self
+
+    def __call__(self, **kwargs: Any) -> None:
+        self._log(**kwargs)
+        it, env, writer = kwargs["it"], self.env, self.runner.logger.writer
+        values = env.stats.means()
+        env.stats.reset()
+        for key, value in env.unwrapped.sampling_stats.items():
+            values[f"sampling/{key}"] = value
+        collect = kwargs.get("collect_time") or 0.0
+        if collect > 0:
+            values["time/env_steps_per_s"] = env.num_envs * self._steps_per_env() / collect
+        self.history.append({"timesteps": float(env.steps), **values})
+        self.scale = _noise_scale(env.steps / max(1, self.config.total_steps),
+                                  self.config.reset_noise_ramp)  # fmt: skip
+        env.unwrapped.reset_noise_scale = self.scale
+        if writer is not None:
+            writer.add_scalar("curriculum/reset_noise_scale", self.scale, it)
+        if self._evaluate is not None and env.steps >= self._next_eval:
+            self.run_eval(it)
+            while self._next_eval <= env.steps:
+                self._next_eval += self.config.eval_every_steps
+        if self.seconds is not None and time.perf_counter() - self.t0 > self.seconds:
+            self.hit_budget = True
+            raise _StopLearning
+
+    def run_eval(self, it: int) -> None:
+        """Evaluate now; log ``eval/*`` to TensorBoard at iteration `it` and keep them."""
+        mean = self._evaluate()["mean"]
+        values = {f"eval/{k}": float(mean[k]) for k in EVAL_KEYS if mean.get(k) is not None}
+        writer = self.runner.logger.writer
+        if writer is not None:
+            for key, value in values.items():
+                writer.add_scalar(key, value, it)
+        self.evals.append({"timesteps": float(self.env.steps), **values})
+
+    def _steps_per_env(self) -> int:
+        return int(self.runner.cfg["num_steps_per_env"])
+
+
+def train(config: TrainConfig) -> dict[str, Any]:
+    """Run a training job; writes the run folder and returns the summary (also summary.json).
+
+    Raises:
+        FileExistsError: the run folder already holds a model.pt.
+        ValueError: bad settings (unknown PPO keys, obs_mode, ramp), or clips that fail to load.
+    """
+    import torch
+    from rsl_rl.runners import OnPolicyRunner
+
+    import gym_motion
+    from gym_motion.adapters.rsl_rl.policy import actor_policy
+    from gym_motion.adapters.sb3.train import plot_curves
+    from gym_motion.evaluate import evaluate_policy_on_clips
+
+    motions = [str(m) for m in config.motion]
+    if not motions:
+        from gym_motion.motion import DEFAULT_MOTION_PATH
+
+        motions = [str(DEFAULT_MOTION_PATH)]
+    out = Path(config.out or Path("runs") / time.strftime("%Y%m%d-%H%M%S"))
+    if (out / "model.pt").exists():
+        raise FileExistsError(f"{out} already holds a run (model.pt); choose another --out")
+    eval_kw = {
+        "episodes": config.eval_episodes,
+        "backend": config.backend,
+        "obs_mode": config.obs_mode,
+        "state_estimation": config.state_estimation,
+        "max_seconds": config.eval_max_seconds,
+        "seed": config.seed,
+        "backend_kwargs": config.backend_kwargs or None,
+    }
+    print(f"gym-motion train (rsl_rl): run folder {out}", flush=True)
+    before = evaluate_policy_on_clips(motions, None, **eval_kw)  # also validates the clips
+    out.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(config.seed)
+    env = make_env(config, motions)
+    (out / "config.json").write_text(json.dumps(resolved_config(config, motions, env), indent=2))
+
+    runner = OnPolicyRunner(env, runner_cfg(config.ppo, config.obs_mode), str(out), config.device)
+    runner.add_git_repo_to_log(gym_motion.__file__)
+
+    def policy():
+        return actor_policy(runner.alg.get_policy(), config.device)
+
+    def evaluate() -> dict[str, Any]:
+        return evaluate_policy_on_clips(motions, policy(), **eval_kw)
+
+    seconds = None if config.max_minutes is None else 60.0 * config.max_minutes
+    hook = _AfterIteration(
+        runner, env, config, evaluate if config.eval_every_steps else None, seconds
+    )
+    random_start = bool(resolved_ppo(config.ppo)["init_at_random_ep_len"])
+    t0 = time.perf_counter()
+    interrupted = False
+    try:
+        runner.learn(config.iterations(), init_at_random_ep_len=random_start)
+    except _StopLearning:
+        pass
+    except KeyboardInterrupt:
+        interrupted = True
+        print("\ngym-motion train: interrupted; saving a checkpoint", file=sys.stderr)
+    wall = time.perf_counter() - t0
+    if (
+        config.eval_every_steps
+        and not interrupted
+        and (not hook.evals or hook.evals[-1]["timesteps"] < env.steps)
+    ):
+        hook.run_eval(runner.current_learning_iteration)
+    runner.save(str(out / "model.pt"))
+    if runner.logger.writer is not None:
+        runner.logger.writer.flush()
+    plot_curves(hook.history, out / "training_curves.png", hook.evals)
+    summary: dict[str, Any] = {
+        "run": str(out),
+        "library": "rsl_rl",
+        "interrupted": interrupted,
+        "stopped_by": "interrupt"
+        if interrupted
+        else "max_minutes"
+        if hook.hit_budget
+        else "total_steps",
+        "env_steps": env.steps,
+        "iterations": runner.current_learning_iteration + 1,
+        "train_wall_s": round(wall, 2),
+        "env_steps_per_s_overall": round(env.steps / wall, 1) if wall > 0 else None,
+        "env_steps_per_s_rollout": _mean_tail(hook.history, "time/env_steps_per_s"),
+        "reset_noise_scale_final": hook.scale,
+        "before": before,
+    }
+    if not interrupted:
+        summary["after"] = evaluate_policy_on_clips(motions, policy(), **eval_kw)
+        b, a = before["mean"], summary["after"]["mean"]
+        summary["after_vs_before"] = {
+            "episode_length_ratio": a["episode_length"] / max(b["episode_length"], 1e-9),
+            "tracking_reward_per_step": [b["tracking_reward_per_step"],
+                                         a["tracking_reward_per_step"]],
+            "tracking_reward_per_clip_step": [b["tracking_reward_per_clip_step"],
+                                              a["tracking_reward_per_clip_step"]],
+            "mpkpe_mm": [b["mpkpe_mm"], a["mpkpe_mm"]],
+        }  # fmt: skip
+    if runner.logger.writer is not None:
+        runner.logger.writer.close()
+    env.close()
+    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    return summary
+
+
+def _mean_tail(history: list[dict[str, float]], key: str, n: int = 20) -> float | None:
+    vals = [h[key] for h in history if key in h][-n:]
+    return round(sum(vals) / len(vals), 1) if vals else None
+
+
+# ---------------------------------------------------------------------------------------------
+# CLI (the parser is `gym-motion train`'s, built in gym_motion.adapters.sb3.train)
+
+
+def add_cli_arguments(parser: argparse.ArgumentParser) -> None:
+    """Adds the options only ``--library rsl_rl`` reads (``--device``) to `gym-motion train`."""
+    parser.add_argument(
+        "--device", default="cpu",
+        help="with --library rsl_rl: torch device of the networks and env tensors "
+        "(cpu, cuda:0; default %(default)s)",
+    )  # fmt: skip
+
+
+def _overrides(items: list[str]) -> dict[str, Any]:
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise SystemExit(f"gym-motion train: --ppo expects KEY=VALUE, got {item!r}")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
+def run_cli(args: argparse.Namespace) -> int:
+    """Runs ``gym-motion train --library rsl_rl`` from `gym-motion train`'s parsed arguments;
+    returns the exit code (130 when interrupted)."""
+    config = TrainConfig(
+        motion=list(args.motion),
+        num_envs=args.num_envs,
+        total_steps=args.total_steps,
+        max_minutes=args.max_minutes if args.max_minutes and args.max_minutes > 0 else None,
+        backend=args.backend,
+        device=args.device,
+        seed=args.seed,
+        out=args.out,
+        obs_mode=args.obs_mode,
+        state_estimation=not args.no_state_estimation,
+        reset_noise_ramp=args.reset_noise_ramp,
+        eval_every_steps=args.eval_every,
+        ppo=_overrides(args.ppo),
+        backend_kwargs={"num_threads": args.num_threads} if args.num_threads else {},
+    )
+    summary = train(config)
+    from gym_motion.evaluate import format_table
+
+    print(f"\nrun folder: {summary['run']}  ({summary['env_steps']} env steps, "
+          f"{summary['train_wall_s']:.0f} s)")  # fmt: skip
+    print("before training (zero action):")
+    print(format_table(summary["before"]))
+    if "after" in summary:
+        print("after training:")
+        print(format_table(summary["after"]))
+        print(f"episode length after / before: "
+              f"{summary['after_vs_before']['episode_length_ratio']:.2f}")  # fmt: skip
+    return 130 if summary["interrupted"] else 0

@@ -1,0 +1,124 @@
+"""`gym-motion train --library rsl_rl` and `gym-motion eval` on its run folder."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("rsl_rl")
+
+from gym_motion.adapters.rsl_rl.config import PPO_DEFAULTS, runner_cfg  # noqa: E402
+from gym_motion.adapters.rsl_rl.train import TrainConfig, train  # noqa: E402
+from gym_motion.cli import build_parser, main  # noqa: E402
+from gym_motion.evaluate import evaluate, load_run_policy  # noqa: E402
+
+RUN_FILES = ("model.pt", "config.json", "summary.json", "training_curves.png")
+SUMMARY_KEYS = {"run", "library", "interrupted", "stopped_by", "env_steps", "iterations",
+                "train_wall_s", "env_steps_per_s_overall", "env_steps_per_s_rollout",
+                "reset_noise_scale_final", "before", "after", "after_vs_before"}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs") / "rsl"
+    argv = ["train", "--library", "rsl_rl", "--num-envs", "4", "--total-steps", "200",
+            "--seed", "1", "--out", str(out), "--eval-every", "100",
+            "--ppo", "hidden_dims=[32,32]"]  # fmt: skip
+    assert main(argv) == 0
+    return out
+
+
+def test_beyondmimic_settings_in_rsl_rl_form():
+    cfg = runner_cfg()
+    alg = cfg["algorithm"]
+    assert cfg["num_steps_per_env"] == 24 and cfg["obs_groups"]["critic"] == ["critic"]
+    assert (alg["learning_rate"], alg["desired_kl"], alg["schedule"]) == (1e-3, 0.01, "adaptive")
+    assert (alg["num_learning_epochs"], alg["num_mini_batches"]) == (5, 4)
+    assert (alg["entropy_coef"], alg["gamma"], alg["lam"]) == (0.005, 0.99, 0.95)
+    assert cfg["actor"]["hidden_dims"] == [512, 256, 128] and cfg["actor"]["obs_normalization"]
+    assert cfg["actor"]["distribution_cfg"]["init_std"] == 1.0
+    assert "distribution_cfg" not in cfg["critic"]
+    assert runner_cfg(obs_mode="policy")["obs_groups"] == {"actor": ["policy"],
+                                                           "critic": ["policy"]}  # fmt: skip
+    with pytest.raises(ValueError, match="unknown rsl_rl PPO settings"):
+        TrainConfig(ppo={"n_steps": 8})
+    assert PPO_DEFAULTS["init_at_random_ep_len"] is True
+
+
+def test_train_cli_library_switch():
+    args = build_parser().parse_args(["train"])
+    assert args.library == "sb3" and args.device == "cpu"
+    args = build_parser().parse_args(["train", "--library", "rsl_rl", "--device", "cuda:0"])
+    assert (args.library, args.device) == ("rsl_rl", "cuda:0")
+
+
+def test_train_writes_the_run_folder(tiny_run):
+    for name in RUN_FILES:
+        assert (tiny_run / name).is_file(), name
+    assert list(tiny_run.glob("events.out.tfevents.*"))
+    config = json.loads((tiny_run / "config.json").read_text())
+    assert config["library"] == "rsl_rl" and config["train"]["num_envs"] == 4
+    assert config["obs_dims"] == {"policy": 160, "critic": 286} and config["num_actions"] == 29
+    assert config["rsl_rl"]["actor"]["hidden_dims"] == [32, 32]
+    assert config["env"]["rewards"]["anchor_pos"]["weight"] == 0.5
+    summary = json.loads((tiny_run / "summary.json").read_text())
+    assert set(summary) == SUMMARY_KEYS
+    # 3 iterations of 24 steps x 4 envs cover the 200-step budget
+    assert summary["env_steps"] == 288 and summary["iterations"] == 3
+    assert summary["stopped_by"] == "total_steps" and summary["reset_noise_scale_final"] == 1.0
+    for phase in ("before", "after"):
+        mean = summary[phase]["mean"]
+        assert mean["episode_length"] > 0 and mean["mpkpe_mm"] > 0
+
+
+def test_tensorboard_has_rsl_rl_and_tracking_keys(tiny_run):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(tiny_run))
+    acc.Reload()
+    tags = set(acc.Tags()["scalars"])
+    for tag in ("Loss/surrogate", "Train/mean_reward", "reward/body_pos", "episode/length",
+                "error/mpkpe_mm", "termination/time_out", "curriculum/reset_noise_scale",
+                "eval/episode_length", "eval/mpkpe_mm"):  # fmt: skip
+        assert tag in tags, tag
+    # ramp over the first 100 of 200 steps, set after each 96-step iteration
+    scales = [round(e.value, 4) for e in acc.Scalars("curriculum/reset_noise_scale")]
+    assert scales == [0.96, 1.0, 1.0]
+    # evaluations at the first iteration ends past 100 and 200 steps
+    assert [e.step for e in acc.Scalars("eval/episode_length")] == [1, 2]
+
+
+def test_eval_loads_the_run_and_repeats_the_after_training_result(tiny_run, capsys):
+    policy, config = load_run_policy(tiny_run)
+    assert config["library"] == "rsl_rl"
+    summary = json.loads((tiny_run / "summary.json").read_text())
+    result = evaluate(tiny_run)
+    assert result["mean"] == pytest.approx(summary["after"]["mean"])
+    assert main(["eval", "--model", str(tiny_run), "--max-seconds", "0.5"]) == 0
+    assert "mpkpe_mm" in capsys.readouterr().out
+    (clip,) = json.loads((tiny_run / "eval_model.json").read_text())["clips"].values()
+    assert clip["max_episode_steps"] == 25
+
+
+def test_wall_clock_budget_and_ctrl_c(tmp_path, monkeypatch):
+    small = {"hidden_dims": [16], "num_steps_per_env": 8}
+    summary = train(TrainConfig(num_envs=2, total_steps=100_000, max_minutes=1e-5, ppo=small,
+                                out=str(tmp_path / "budget"), eval_max_seconds=0.1))  # fmt: skip
+    assert summary["stopped_by"] == "max_minutes" and summary["env_steps"] == 16
+    assert "after" in summary and (tmp_path / "budget" / "model.pt").is_file()
+
+    from rsl_rl.runners import OnPolicyRunner
+
+    def interrupted(self, *args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(OnPolicyRunner, "learn", interrupted)
+    summary = train(TrainConfig(num_envs=2, total_steps=100, ppo=small,
+                                out=str(tmp_path / "ctrl_c"), eval_max_seconds=0.1))  # fmt: skip
+    assert summary["interrupted"] and "after" not in summary
+    for name in ("model.pt", "summary.json", "config.json"):
+        assert (tmp_path / "ctrl_c" / name).is_file(), name
+    with pytest.raises(FileExistsError, match="already holds a run"):
+        train(TrainConfig(out=str(tmp_path / "ctrl_c")))
