@@ -309,12 +309,13 @@ def load_clip(
         fps: target rate, Hz (the env's control rate, e.g. 50.0); the clip is resampled when
             its rate differs (`rates_equal`) and ``source_fps`` keeps the file's rate. None
             keeps the file's rate.
-        body_names: names of the body arrays' entries for legacy files without ``body_names``
+        body_names: (npz) names of the body arrays' entries for legacy files without ``body_names``
             (an entry named ``"world"`` is a static world body and is dropped). Without it a
             legacy file loads only if its body count is unambiguous: ``len(BODY_NAMES)`` bodies
             (pelvis first) or one more with a static world body first.
-        check_kinematics: compare forward kinematics of the root pose and ``joint_pos`` with
-            ``body_pos_w`` at ``KINEMATIC_SAMPLES`` frames (tolerance ``KINEMATIC_TOL``).
+        check_kinematics: (npz) compare forward kinematics of the root pose and ``joint_pos``
+            with ``body_pos_w`` at ``KINEMATIC_SAMPLES`` frames (tolerance ``KINEMATIC_TOL``);
+            a pickle's body arrays are forward kinematics already.
 
     Returns:
         The clip, float32 arrays, world frame, SI units.
