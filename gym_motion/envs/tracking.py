@@ -339,6 +339,57 @@ class TrackingVecEnv(VectorEnv):
             self.backend.close()
             self.backend = None
 
+    # gymnasium's vector `call` / `get_attr` / `set_attr` (as SyncVectorEnv's, which RL libraries
+    # call: skrl's trainer renders through call("render")). The N envs are one object here.
+    def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        """Call the env's method `name` once with `args`, `kwargs`; its result once per env, a
+        tuple of `num_envs` references to it (a non-callable attribute: its value, as
+        `get_attr`). ``call("render")`` is `render` (already a tuple of frames, as
+        ``SyncVectorEnv.call("render")``).
+
+        Raises:
+            AttributeError: the env has no attribute `name`.
+        """
+        if name == "render":
+            return self.render(*args, **kwargs)
+        value = getattr(self, name)
+        if callable(value):
+            value = value(*args, **kwargs)
+        return (value,) * self.num_envs
+
+    def get_attr(self, name: str) -> tuple[Any, ...]:
+        """The attribute `name` once per env: a tuple of `num_envs` references to the env's one
+        value (per-env arrays such as ``episode_length`` come whole in each entry).
+
+        Raises:
+            AttributeError: the env has no attribute `name`.
+        """
+        return (getattr(self, name),) * self.num_envs
+
+    def set_attr(self, name: str, values: Any) -> None:
+        """Set the existing attribute `name` (e.g. ``reset_noise_scale``) for all envs: `values`
+        is one value, or a list/tuple of `num_envs` equal values (as SyncVectorEnv takes).
+
+        Raises:
+            AttributeError: no attribute `name` (a misspelt setting would otherwise do nothing).
+            ValueError: a list/tuple of the wrong length, or of values that differ (the N envs
+                share one attribute; write a per-env array attribute instead).
+        """
+        if not hasattr(self, name):
+            raise AttributeError(f"TrackingVecEnv has no attribute {name!r} to set")
+        if isinstance(values, list | tuple):
+            if len(values) != self.num_envs:
+                raise ValueError(
+                    f"set_attr({name!r}): {len(values)} values for {self.num_envs} envs"
+                )
+            if not all(_same(v, values[0]) for v in values[1:]):
+                raise ValueError(
+                    f"set_attr({name!r}): per-env values differ, but the {self.num_envs} envs "
+                    "share one attribute; pass one value"
+                )
+            values = values[0]
+        setattr(self, name, values)
+
     @property
     def reset_noise_scale(self) -> float:
         """Factor on every RSI noise range of later resets (`CommandManager.reset_noise_scale`):
@@ -394,6 +445,18 @@ class TrackingVecEnv(VectorEnv):
         """Sample a motion frame for rows `ids` and write the robot there (RSI)."""
         qpos, qvel = self.command.sample_states(ids, self._rng)
         self.backend.write_state(ids, qpos, qvel)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether two attribute values are equal (arrays element-wise, with equal shapes)."""
+    if a is b:
+        return True
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.array_equal(a, b)
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):
+        return False
 
 
 def _autoreset_mode(mode: AutoresetMode | str) -> AutoresetMode:
