@@ -38,8 +38,9 @@ class TrackingVecEnv(VectorEnv):
 
     Observation: ``Box(160,)`` float32 policy observation (154 without state estimation), or
     with ``obs_mode="dict"`` a Dict of "policy" and "critic" (286) groups. Action:
-    ``Box(-10, 10, (J,), float32)`` (`ACTION_BOUND`; not clipped), joint position offsets
-    scaled by the robot's action scale around its default pose (docs/task.md section 6).
+    ``Box(-10, 10, (J,), float32)`` (`ACTION_BOUND`, or ``action_bound``; not clipped), joint
+    position offsets scaled by the robot's action scale around its default pose (docs/task.md
+    section 6).
     Reward: sum of the configured terms times the control step 0.02 s.
 
     Step order (one control step):
@@ -82,6 +83,12 @@ class TrackingVecEnv(VectorEnv):
         motion_playback: how clip files play (`gym_motion.motion.Playback`): "real_time"
             (default, resampled to the control rate) or "frame_per_step" (one file frame per
             control step whatever its fps label, as mjlab trains; not resampled).
+        action_bound: the action space declared, ``Box(-action_bound, action_bound)``; None:
+            ``Box(-inf, inf)``. The env never clips. The default, `ACTION_BOUND` (10), reaches
+            past the joint ranges, for libraries that clip to the space (SB3). Libraries that
+            scale policy outputs to the bounds (TorchRL's TanhNormal, RLlib's default) start
+            with actions of +/- 10 under it: declare the policy's natural range instead, e.g.
+            ``action_bound=1.0`` (one action unit: 0.07 to 0.55 rad on the G1).
 
     After construction ``env.cfg`` holds all of these choices but the motion, the modes and
     the time limit: ``TrackingEnvCfg.from_json(env.cfg.to_json())`` rebuilds the same task.
@@ -121,11 +128,15 @@ class TrackingVecEnv(VectorEnv):
         render_envs: int = 1,
         render_cfg: RenderCfg | None = None,
         motion_playback: Playback | str = Playback.REAL_TIME,
+        action_bound: float | None = ACTION_BOUND,
     ):
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
         if obs_mode not in ("policy", "dict"):
             raise ValueError(f"obs_mode must be 'policy' or 'dict', got {obs_mode!r}")
+        if action_bound is not None and not action_bound > 0:
+            raise ValueError(f"action_bound must be > 0 or None, got {action_bound!r}")
+        bound = np.inf if action_bound is None else float(action_bound)
         self.cfg = cfg = (cfg or TrackingEnvCfg()).updated(
             state_estimation, model_path, backend, backend_kwargs
         )
@@ -184,7 +195,7 @@ class TrackingVecEnv(VectorEnv):
 
         self.single_observation_space = self.observations.space(obs_mode)
         self.single_action_space = gym.spaces.Box(
-            -ACTION_BOUND, ACTION_BOUND, (robot.num_joints,), np.float32
+            -bound, bound, (robot.num_joints,), np.float32
         )
         self.observation_space = gym.vector.utils.batch_space(self.single_observation_space, n)
         self.action_space = gym.vector.utils.batch_space(self.single_action_space, n)
