@@ -22,7 +22,7 @@ os.environ.setdefault("GOMP_SPINCOUNT", "10000")
 
 __version__ = "0.1.0"
 
-_TRAIN = ("gym_motion.envs.single:TrackingEnv", "gym_motion.envs.tracking:TrackingVecEnv")
+_TRAIN = ("gym_motion.envs.registration:tracking_env", "gym_motion.envs.tracking:TrackingVecEnv")
 _EVAL = ("gym_motion.envs.registration:eval_env", "gym_motion.envs.registration:eval_vec_env")
 # id -> (entry point, vector entry point, kwargs)
 ENV_IDS = {
@@ -31,13 +31,15 @@ ENV_IDS = {
     "GymMotion/G1-Tracking-Eval-v0": (*_EVAL, {}),
 }
 
+# No registered time limit: the env owns it (cfg.episode_length_s, 500 steps by default, or the
+# max_episode_steps given to make / make_vec; see gym_motion.envs.registration).
 for _id, (_entry, _vector_entry, _kwargs) in ENV_IDS.items():
     if _id not in gym.registry:
         gym.register(
             id=_id,
             entry_point=_entry,
             vector_entry_point=_vector_entry,
-            max_episode_steps=500,
+            max_episode_steps=None,
             kwargs=_kwargs,
         )
 

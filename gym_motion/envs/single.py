@@ -8,7 +8,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
-from gym_motion.envs.tracking import ACTION_BOUND, TrackingVecEnv
+from gym_motion.envs.tracking import ACTION_BOUND, TrackingVecEnv, spec_with_time_limit
 from gym_motion.render import RENDER_MODES
 
 __all__ = ["ACTION_BOUND", "TrackingEnv"]
@@ -22,9 +22,14 @@ class TrackingEnv(gym.Env):
     the action space is the vector env's single action space. With ``render_mode="rgb_array"``,
     `render` returns one (H, W, 3) uint8 frame: the robot and its reference ghost
     (`gym_motion.render`; ``render_cfg`` sets size, camera and colours).
+
+    The env owns its time limit (``max_episode_steps``, the episode results come with the
+    truncation); ``gymnasium.make(id, max_episode_steps=K)`` sets it to K. Once an episode has
+    ended, `step` raises ``gymnasium.error.ResetNeeded`` until `reset` is called.
     """
 
     metadata = {"render_modes": list(RENDER_MODES), "render_fps": 50}
+    _spec: gym.envs.registration.EnvSpec | None = None  # see the `spec` property
 
     def __init__(self, **kwargs: Any):
         kwargs.pop("num_envs", None)
@@ -51,6 +56,26 @@ class TrackingEnv(gym.Env):
             bool(truncated[0]),
             _scalars(info),
         )
+
+    @property
+    def max_episode_steps(self) -> int:
+        """Time limit, control steps (the vector env's)."""
+        return self.vec.max_episode_steps
+
+    @max_episode_steps.setter
+    def max_episode_steps(self, steps: int) -> None:
+        self.vec.max_episode_steps = int(steps)
+
+    @property
+    def spec(self) -> gym.envs.registration.EnvSpec | None:
+        """The `EnvSpec` that ``gymnasium.make`` set (None when built directly), its
+        ``max_episode_steps`` always the env's own time limit."""
+        self._spec = spec_with_time_limit(self._spec, self.max_episode_steps)
+        return self._spec
+
+    @spec.setter
+    def spec(self, spec: gym.envs.registration.EnvSpec | None) -> None:
+        self._spec = spec
 
     def render(self) -> np.ndarray | None:
         """The env's frame, (H, W, 3) uint8, or None without a render mode (see
