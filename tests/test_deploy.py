@@ -402,24 +402,23 @@ def test_export_then_eval_onnx_gives_the_sb3_models_actions_and_episode(tiny_run
         assert a[key] == pytest.approx(b[key], rel=1e-4, abs=1e-6), key
 
 
-def test_export_refuses_an_actor_that_reads_the_critic_group(tiny_run, tmp_path):
+def test_export_refuses_an_actor_that_reads_the_critic_group(tmp_path):
     pytest.importorskip("stable_baselines3")
-    config = json.loads((tiny_run / "config.json").read_text())
-    if config["train"]["obs_mode"] != "dict":
-        pytest.skip("needs the dict-observation run")
     from stable_baselines3 import PPO
 
     from gym_motion.adapters.sb3.export import export_run
-    from gym_motion.adapters.sb3.train import TrainConfig, make_env
+    from gym_motion.adapters.sb3.train import TrainConfig, make_env, resolved_config
 
-    run = tmp_path / "multi"
-    run.mkdir()
-    venv = make_env(TrainConfig(num_envs=1, obs_mode="dict"), [str(DEFAULT_MOTION_PATH)])
-    PPO("MultiInputPolicy", venv, n_steps=8, batch_size=8, device="cpu").save(run / "model.zip")
+    config, motions = TrainConfig(num_envs=1, obs_mode="dict"), [str(DEFAULT_MOTION_PATH)]
+    venv = make_env(config, motions)
+    # SB3's MultiInputPolicy feeds the privileged critic group to the actor as well
+    PPO("MultiInputPolicy", venv, n_steps=8, batch_size=8, device="cpu").save(
+        tmp_path / "model.zip"
+    )
     venv.close()
-    (run / "config.json").write_text(json.dumps(config))
+    (tmp_path / "config.json").write_text(json.dumps(resolved_config(config, motions)))
     with pytest.raises(ValueError, match="reads every observation group"):
-        export_run(run, tmp_path / "x.onnx")
+        export_run(tmp_path, tmp_path / "x.onnx")
     assert not (tmp_path / "x.onnx").exists()
 
 
