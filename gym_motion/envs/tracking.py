@@ -48,8 +48,9 @@ class TrackingVecEnv(VectorEnv):
 
     Observation: ``Box(160,)`` float32 policy observation (154 without state estimation), or
     with ``obs_mode="dict"`` a Dict of "policy" and "critic" (286) groups. Action:
-    ``Box(-10, 10, (J,), float32)`` (`ACTION_BOUND`; not clipped), joint position offsets
-    scaled by the robot's action scale around its default pose (docs/task.md section 6).
+    ``Box(-10, 10, (J,), float32)`` (`ACTION_BOUND`, or ``action_bound``; not clipped), joint
+    position offsets scaled by the robot's action scale around its default pose (docs/task.md
+    section 6).
     Reward: sum of the configured terms times the control step 0.02 s.
 
     Step order (one control step):
@@ -94,6 +95,12 @@ class TrackingVecEnv(VectorEnv):
         motion_playback: how clip files play (`gym_motion.motion.Playback`): "real_time"
             (default, resampled to the control rate) or "frame_per_step" (one file frame per
             control step whatever its fps label, as mjlab trains; not resampled).
+        action_bound: the action space declared, ``Box(-action_bound, action_bound)``; None:
+            ``Box(-inf, inf)``. The env never clips. The default, `ACTION_BOUND` (10), reaches
+            past the joint ranges, for libraries that clip to the space (SB3). Libraries that
+            scale policy outputs to the bounds (TorchRL's TanhNormal, RLlib's default) start
+            with actions of +/- 10 under it: declare the policy's natural range instead, e.g.
+            ``action_bound=1.0`` (one action unit: 0.07 to 0.55 rad on the G1).
 
     After construction ``env.cfg`` holds all of these choices but the motion, the modes and
     the time limit: ``TrackingEnvCfg.from_json(env.cfg.to_json())`` rebuilds the same task.
@@ -134,11 +141,15 @@ class TrackingVecEnv(VectorEnv):
         render_envs: int = 1,
         render_cfg: RenderCfg | None = None,
         motion_playback: Playback | str = Playback.REAL_TIME,
+        action_bound: float | None = ACTION_BOUND,
     ):
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
         if obs_mode not in ("policy", "dict"):
             raise ValueError(f"obs_mode must be 'policy' or 'dict', got {obs_mode!r}")
+        if action_bound is not None and not action_bound > 0:
+            raise ValueError(f"action_bound must be > 0 or None, got {action_bound!r}")
+        bound = np.inf if action_bound is None else float(action_bound)
         self.cfg = cfg = (cfg or TrackingEnvCfg()).updated(
             state_estimation, model_path, backend, backend_kwargs
         )
@@ -186,6 +197,10 @@ class TrackingVecEnv(VectorEnv):
         self.observations = ObservationManager(cfg.observation_groups(), s, cfg.obs_noise)
 
         self.episode_length = np.zeros(n, np.int32)
+        # Steps counted against the time limit on top of episode_length, per env (0 at each
+        # episode start; `final/length` stays episode_length). A trainer that spreads episode
+        # ends writes it (rsl_rl's init_at_random_ep_len, through `RslRlVecEnv`).
+        self.time_limit_offset = np.zeros(n, np.int32)
         # rows that ended and must restart: NEXT_STEP does it next step, DISABLED refuses to step
         self._needs_reset = np.zeros(n, bool)
         self.nonfinite_count = 0
@@ -196,7 +211,7 @@ class TrackingVecEnv(VectorEnv):
 
         self.single_observation_space = self.observations.space(obs_mode)
         self.single_action_space = gym.spaces.Box(
-            -ACTION_BOUND, ACTION_BOUND, (robot.num_joints,), np.float32
+            -bound, bound, (robot.num_joints,), np.float32
         )
         self.observation_space = gym.vector.utils.batch_space(self.single_observation_space, n)
         self.action_space = gym.vector.utils.batch_space(self.single_action_space, n)
@@ -287,7 +302,8 @@ class TrackingVecEnv(VectorEnv):
         reward = self.rewards.compute().copy()
         reward[nonfinite] = 0.0
         self.episode_length += 1
-        truncated = (self.episode_length >= self.max_episode_steps) & ~terminated
+        limit_steps = self.episode_length + self.time_limit_offset
+        truncated = (limit_steps >= self.max_episode_steps) & ~terminated
         if autoreset is not None:
             for a in (reward, terminated, truncated, clip_end):
                 a[autoreset] = 0
@@ -361,6 +377,57 @@ class TrackingVecEnv(VectorEnv):
             self.backend.close()
             self.backend = None
 
+    # gymnasium's vector `call` / `get_attr` / `set_attr` (as SyncVectorEnv's, which RL libraries
+    # call: skrl's trainer renders through call("render")). The N envs are one object here.
+    def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        """Call the env's method `name` once with `args`, `kwargs`; its result once per env, a
+        tuple of `num_envs` references to it (a non-callable attribute: its value, as
+        `get_attr`). ``call("render")`` is `render` (already a tuple of frames, as
+        ``SyncVectorEnv.call("render")``).
+
+        Raises:
+            AttributeError: the env has no attribute `name`.
+        """
+        if name == "render":
+            return self.render(*args, **kwargs)
+        value = getattr(self, name)
+        if callable(value):
+            value = value(*args, **kwargs)
+        return (value,) * self.num_envs
+
+    def get_attr(self, name: str) -> tuple[Any, ...]:
+        """The attribute `name` once per env: a tuple of `num_envs` references to the env's one
+        value (per-env arrays such as ``episode_length`` come whole in each entry).
+
+        Raises:
+            AttributeError: the env has no attribute `name`.
+        """
+        return (getattr(self, name),) * self.num_envs
+
+    def set_attr(self, name: str, values: Any) -> None:
+        """Set the existing attribute `name` (e.g. ``reset_noise_scale``) for all envs: `values`
+        is one value, or a list/tuple of `num_envs` equal values (as SyncVectorEnv takes).
+
+        Raises:
+            AttributeError: no attribute `name` (a misspelt setting would otherwise do nothing).
+            ValueError: a list/tuple of the wrong length, or of values that differ (the N envs
+                share one attribute; write a per-env array attribute instead).
+        """
+        if not hasattr(self, name):
+            raise AttributeError(f"TrackingVecEnv has no attribute {name!r} to set")
+        if isinstance(values, list | tuple):
+            if len(values) != self.num_envs:
+                raise ValueError(
+                    f"set_attr({name!r}): {len(values)} values for {self.num_envs} envs"
+                )
+            if not all(_same(v, values[0]) for v in values[1:]):
+                raise ValueError(
+                    f"set_attr({name!r}): per-env values differ, but the {self.num_envs} envs "
+                    "share one attribute; pass one value"
+                )
+            values = values[0]
+        setattr(self, name, values)
+
     @property
     def spec(self) -> EnvSpec | None:
         """The `EnvSpec` that ``gymnasium.make_vec`` set (None when built directly), its
@@ -416,6 +483,7 @@ class TrackingVecEnv(VectorEnv):
     def _start_episodes(self, ids: np.ndarray) -> None:
         """New episodes on rows `ids`: counters, sums, actions, per-episode events."""
         self.episode_length[ids] = 0
+        self.time_limit_offset[ids] = 0
         self.rewards.reset(ids)
         self.command.reset(ids)
         self.state.last_action[ids] = 0.0
@@ -426,6 +494,18 @@ class TrackingVecEnv(VectorEnv):
         """Sample a motion frame for rows `ids` and write the robot there (RSI)."""
         qpos, qvel = self.command.sample_states(ids, self._rng)
         self.backend.write_state(ids, qpos, qvel)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether two attribute values are equal (arrays element-wise, with equal shapes)."""
+    if a is b:
+        return True
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.array_equal(a, b)
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):
+        return False
 
 
 def _autoreset_mode(mode: AutoresetMode | str) -> AutoresetMode:
