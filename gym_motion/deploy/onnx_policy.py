@@ -154,7 +154,7 @@ class OnnxPolicy:
 
         Observations are mapped into the policy's layout, ``time_step`` is the env's current
         motion frame (``env.command.frames``, (N, 1) float32), and the outputs are mapped back
-        onto the env's joints (`PolicyMapping`).
+        onto the env's joints (`PolicyMapping`, also the callable's ``mapping`` attribute).
 
         Raises:
             ValueError: the policy cannot be mapped onto `env` (see `mapping`).
