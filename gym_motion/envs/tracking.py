@@ -17,6 +17,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gym_motion.backends import make_backend
 from gym_motion.envs import info as infos
 from gym_motion.envs.config import TrackingEnvCfg
+from gym_motion.envs.fork import choose_async_start_method
 from gym_motion.managers.action import ActionManager
 from gym_motion.managers.command import CommandManager
 from gym_motion.managers.events import EventContext, EventManager
@@ -215,6 +216,9 @@ class TrackingVecEnv(VectorEnv):
         )
         self.observation_space = gym.vector.utils.batch_space(self.single_observation_space, n)
         self.action_space = gym.vector.utils.batch_space(self.single_action_space, n)
+        # the dummy env of gymnasium's AsyncVectorEnv: its workers must not be forked from a
+        # process running GNU OpenMP (gym_motion.envs.fork)
+        choose_async_start_method()
 
     # ------------------------------------------------------------------ API
     def reset(
