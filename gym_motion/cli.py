@@ -214,7 +214,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("GYM_MOTION_DEBUG") or exc.name not in _OPTIONAL:
             raise
         extra = _OPTIONAL[exc.name]
-        what = {"sb3": "training", "rsl_rl": "rsl_rl training", "onnx": "ONNX"}[extra]
+        what = {"sb3": "training", "rsl_rl": "rsl_rl training", "onnx": "ONNX",
+                "render": "video"}[extra]  # fmt: skip
         print(
             f"gym-motion {args.command}: error: {exc.name} is not installed; "
             f'install the {what} extras: pip install -e ".[{extra}]"',
@@ -241,6 +242,7 @@ def _print_warning(message, category, filename, lineno, file=None, line=None) ->
 _OPTIONAL = dict.fromkeys(("stable_baselines3", "torch", "tensorboard", "matplotlib"), "sb3")
 _OPTIONAL.update(dict.fromkeys(("onnx", "onnxruntime", "yaml"), "onnx"))
 _OPTIONAL.update(dict.fromkeys(("rsl_rl", "tensordict"), "rsl_rl"))
+_OPTIONAL["imageio_ffmpeg"] = "render"
 
 
 if __name__ == "__main__":

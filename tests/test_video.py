@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -135,3 +136,13 @@ def test_cli_render_runs_the_shared_onnx_policy(gl, tmp_path, capsys):
     assert frames.shape == (20 // 2 + 1, 48, 64, 3)
     with pytest.raises(SystemExit, match="drop --model/--policy"):
         main(["render", "--onnx", "x.onnx", "--policy", "zero", "-o", str(out)])
+
+
+def test_cli_render_without_imageio_ffmpeg_names_the_extra(gl, tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "imageio_ffmpeg", None)  # as if not installed
+    argv = ["render", "--policy", "zero", "--seconds", "0.1", "--width", "32", "--height", "32",
+            "-o", str(tmp_path / "x.mp4"), "--no-progress"]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "imageio_ffmpeg is not installed" in err and 'pip install -e ".[render]"' in err
+    assert list(tmp_path.iterdir()) == []
