@@ -37,7 +37,8 @@ def make_backend(
             targets, in that order; each driven by exactly one actuator, J == model.nu.
         **kwargs: the backend's constructor keywords: for both ``decimation`` (4) and
             ``self_contact_threshold`` (10.0 N); "mujoco": ``num_threads``, ``cpu_ids``;
-            "mjwarp": ``device``, ``nconmax``, ``njmax``, ``on_overflow`` (see
+            "mjwarp": ``device``, ``nconmax``, ``njmax``, ``on_overflow``, ``deterministic``,
+            ``contact_sensor_maxmatch``, ``capture`` (see
             `gym_motion.backends.mujoco.MujocoBackend`, `gym_motion.backends.mjwarp.MjWarpBackend`).
 
     Raises:

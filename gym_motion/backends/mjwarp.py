@@ -1,13 +1,13 @@
 """MuJoCo Warp backend: N worlds of one model stepped as one batch on a GPU (or Warp's CPU device).
 
-One control step is a fixed launch sequence on the device::
+One control step is a fixed launch sequence on the backend's own stream::
 
     ctrl upload (host -> device, once)                      # position targets (N, nu)
-    clear overflow bits and self-contact counters
-    decimation x [mjw.step, count self contact]             # captured once as a CUDA graph
-    kinematics + com_pos + com_vel                          # body state of the final qpos/qvel
-    one fused gather kernel -> device buffer (N, S)         # bodies, joints, flags
-    one device -> host copy into a (pinned) host buffer (N, S)
+    clear overflow bits and self-contact counters           # \
+    decimation x [mjw.step, count self contact]             #  | one graph, captured once
+    kinematics + com_pos + com_vel                          #  | and replayed every step
+    one fused gather kernel -> device buffer (N, S)         # /
+    one device -> host copy into a (pinned) host buffer (N, S), then wait for the stream
 
 ``S = 13 B + 2 J + 3`` floats per world: body positions (B, 3), quaternions wxyz (B, 4), origin
 linear velocities (B, 3) and angular velocities (B, 3), all world frame; joint positions (J,) and
@@ -15,31 +15,69 @@ velocities (J,); then the number of substeps with self contact above the thresho
 flag and the ``OverflowType`` bits of the step. `BodyState` and the per-row flags are views of
 that host buffer, so the managers stay on NumPy/Numba.
 
-On CUDA the substep loop through the gather is captured as a CUDA graph on the second `step`
-(the first runs eagerly and compiles every kernel) and replayed afterwards. On the CPU device the
-same sequence runs eagerly. Warp's kernel cache (``~/.cache/warp`` or ``WARP_CACHE_PATH``) keeps
-compiled kernels across processes: the first process on a machine compiles MuJoCo Warp's kernels
-(measured on the CPU device, 2 shared cores: 9 s at construction + 34 s at the first step),
-later processes load them in about 1-2 s. CUDA compile times are not measured yet.
+Device. ``device=None`` resolves with `default_device`: ``cuda:$LOCAL_RANK`` under torchrun (one
+process per GPU), else ``cuda:0``; when Warp lists no CUDA device it falls back to Warp's CPU
+device with a `MjWarpFallbackWarning` saying why (`cuda_unavailable_reason`). An explicit
+``"cuda..."`` device that Warp does not list raises ValueError with the same reason. The
+warp-lang 1.19 wheels on PyPI are built with CUDA 13.4 and list CUDA devices only with a driver
+for CUDA 13.0 or newer (NVIDIA R580 series or newer; Warp's installation guide) and a Turing
+(sm_75) or newer GPU; with an older driver Warp sees no GPU at all (CUDA 12 systems need Warp's
+``+cu12`` wheel from its GitHub releases).
+
+Graphs. The first step and the first state refresh run eagerly (they load, or on a cold cache
+compile, every kernel); the second of each captures its launch sequence as a graph, replayed
+afterwards (`capture_s` holds the capture times). On CUDA this needs conditional graph nodes
+(MuJoCo Warp's solver loop is a ``wp.capture_while``; CUDA toolkit and driver 12.4+) and Warp's
+memory pool on the device (``mjw.step`` allocates temporaries inside the capture); without them
+the backend warns once (`MjWarpFallbackWarning`, reason from `graph_capture_blocker`) and
+launches eagerly. On Warp's CPU device the graph is Warp's recorded CPU graph, replayed in C++
+(measured at N=4 on 2 shared cores: 5.6 ms per control step against 38 ms eager); replay gives
+the same bits as eager launches. ``capture=False`` always launches eagerly.
+
+Streams. Every launch and copy goes to a stream the backend creates on its CUDA device, and the
+host waits for that stream only (never `wp.synchronize_device`), so work others queue on the same
+GPU (a torch policy) is not waited for.
+
+Row writes. `write_state` and `add_root_velocity` write only their rows on the device and mark
+them; the next `copy_body_state_w` refreshes the body state of the marked rows only: forward
+kinematics of all worlds (one captured graph; the unwritten worlds get the values they already
+had) and a gather of the marked rows, of which only those M rows travel to the host.
 
 Contact and constraint capacity are fixed at construction (``nconmax`` contacts and ``njmax``
 constraint rows per world; the contact pool of ``nconmax * N`` is shared by all worlds). After
-every step the capacity overflow bits of MuJoCo Warp (``Data.overflow``: constraint rows, contact
-broadphase/narrowphase, CCD, sparse Jacobian, contact-sensor matches) are read with the state:
-an overflow raises `CapacityOverflowError` (``on_overflow="raise"``, the default) or terminates
-the affected rows like a non-finite state (``on_overflow="terminate"``: their `nonfinite` flag is
-set, and `overflow_count` counts them). A contact pool overflow flags every world, since the pool
-is shared. Solver iteration limits (also reported in those bits) are not an overflow.
+every step the overflow bits of MuJoCo Warp (``Data.overflow``) are read with the state; every
+bit of ``mjw.OverflowType.ALL`` except the solver iteration limits (`CAPACITY_OVERFLOW`) counts
+as an overflow: constraint rows, Jacobian non-zeros, broadphase, narrowphase and CCD contacts,
+contact-sensor matches (``contact_sensor_maxmatch``), height-field and tactile pairs, EPA
+horizon, active DOFs. An overflow raises `CapacityOverflowError` naming the envs and, for each
+bit, what ran out and the fix (`OVERFLOW_FIXES`) (``on_overflow="raise"``, the default), or
+terminates the affected rows like a non-finite state (``on_overflow="terminate"``: their
+`nonfinite` flag is set, and `overflow_count` counts them). A contact pool overflow flags every
+world, since the pool is shared.
+
+Reproducibility. Contacts and constraint rows are found with atomics, so on a GPU their order,
+and float sums over them, can change from run to run: equal seeds do not give equal bits.
+``deterministic=True`` turns on MuJoCo Warp's deterministic mode (``DeterminismType.ALL``:
+sorted contacts, canonical constraint rows, order-invariant atomic sums), at a cost in speed.
+Warp's CPU device runs each launch serially, so CPU runs repeat either way.
 
 Per-world model fields (`MjWarpBackend.set_model_field`: ``geom_friction``, ``body_ipos``,
 ``body_mass``) are batched on the device from construction (``put_model(batch_sizes=...)``,
 float32); a host mirror of a field's (N, ...) table is kept from its first edit, and the whole
 table is uploaded after each edit.
+
+Warp's kernel cache (``~/.cache/warp`` or ``WARP_CACHE_PATH``) keeps compiled kernels across
+processes: the first process on a machine compiles MuJoCo Warp's kernels (measured on the CPU
+device, 2 shared cores: 9 s at construction + 34 s at the first step), later processes load them
+in about 1-2 s. CUDA compile and capture times are not measured yet
+(``benchmarks/gpu_check.sh`` measures them).
 """
 
 from __future__ import annotations
 
+import os
 import time
+import warnings
 from typing import Literal
 
 import mujoco
@@ -59,16 +97,50 @@ from gym_motion.backends.binding import (
     self_contact_columns,
 )
 
-# Overflow bits that mean "the capacity given at construction was too small": results of that
-# step are wrong (contacts or constraint rows dropped).
-CAPACITY_OVERFLOW = int(
-    mjw.OverflowType.NEFC
-    | mjw.OverflowType.NJMAX_NNZ
-    | mjw.OverflowType.BROADPHASE
-    | mjw.OverflowType.NARROWPHASE
-    | mjw.OverflowType.CCD
-    | mjw.OverflowType.CONTACT_MATCH
-)
+_SOLVER_LIMITS = mjw.OverflowType.ITERATIONS | mjw.OverflowType.LS_ITERATIONS
+# Overflow bits after which the step's results are wrong (contacts, constraint rows or sensor
+# matches dropped): every bit MuJoCo Warp reports except the solver iteration limits.
+CAPACITY_OVERFLOW = int(mjw.OverflowType.ALL) & ~int(_SOLVER_LIMITS)
+
+# OverflowType bit -> what ran out, and the fix. {njmax}, {nconmax}, {naconmax}, {maxmatch} are
+# filled from the backend.
+OVERFLOW_FIXES: dict[mjw.OverflowType, str] = {
+    mjw.OverflowType.NEFC: "constraint rows per world (njmax={njmax}): raise njmax",
+    mjw.OverflowType.NJMAX_NNZ: (
+        "non-zeros of the sparse constraint Jacobian (sized from njmax={njmax}): raise njmax"
+    ),
+    mjw.OverflowType.BROADPHASE: (
+        "broadphase pairs of the shared contact pool (nconmax={nconmax} x N = {naconmax}): "
+        "raise nconmax"
+    ),
+    mjw.OverflowType.NARROWPHASE: (
+        "contacts of the shared contact pool (nconmax={nconmax} x N = {naconmax}): raise nconmax"
+    ),
+    mjw.OverflowType.CCD: (
+        "convex-collision contacts, pooled like contacts (nconmax={nconmax} x N = {naconmax}): "
+        "raise nconmax"
+    ),
+    mjw.OverflowType.CONTACT_MATCH: (
+        "contacts one contact sensor may match per world (contact_sensor_maxmatch={maxmatch}; "
+        "not a contact capacity, nconmax does not help): raise contact_sensor_maxmatch"
+    ),
+    mjw.OverflowType.HFIELD: (
+        f"height-field contacts per geom pair (fixed at {mujoco.mjMAXCONPAIR} in MuJoCo Warp): "
+        "lower the height field's resolution or shrink the geom that collides with it"
+    ),
+    mjw.OverflowType.EPA_HORIZON: (
+        "the EPA horizon of a convex-convex penetration (fixed size in MuJoCo Warp): give the "
+        "colliding geoms convex meshes with fewer vertices, or primitives"
+    ),
+    mjw.OverflowType.NVMAX: (
+        "active DOFs per world (MuJoCo Warp's nvmax, which this backend leaves at nv, so no "
+        "setting of it helps): terminate the rows (on_overflow='terminate') and report it"
+    ),
+    mjw.OverflowType.TACTILE: (
+        f"geoms touching one tactile sensor (fixed at {mujoco.mjMAXCONPAIR} in MuJoCo Warp): "
+        "let fewer geoms reach the sensor"
+    ),
+}
 QVEL_BOUND = 1e4  # |qvel| beyond this (m/s or rad/s) counts as a blow-up, as in MujocoBackend
 _MISSING_SENSOR_HINT = (
     " (see gym_motion.backends.mujoco.add_self_contact_sensor); pass "
@@ -77,13 +149,147 @@ _MISSING_SENSOR_HINT = (
 
 
 class CapacityOverflowError(RuntimeError):
-    """A step needed more contacts or constraint rows than `MjWarpBackend` was built with."""
+    """A step needed more contacts, constraint rows or sensor matches than `MjWarpBackend` was
+    built with (the message says which, and what to raise)."""
+
+
+class MjWarpFallbackWarning(UserWarning):
+    """MuJoCo Warp runs on a slower path than the default asked for: Warp's CPU device instead
+    of a GPU, or eager launches instead of a captured graph. The message says why."""
+
+
+# ------------------------------------------------------------------------------- device choice
+
+
+def cuda_unavailable_reason() -> str | None:
+    """Why Warp lists no CUDA device on this machine, as a sentence; None when it lists one.
+
+    The causes, in Warp's order of checks: a warp-lang build without CUDA; no NVIDIA driver;
+    a driver older than the CUDA major version warp-lang was built with (warp-lang 1.19's PyPI
+    wheels: CUDA 13.4, so a driver for CUDA 13.0 or newer, NVIDIA R580+); a driver that lists
+    no GPU (e.g. ``CUDA_VISIBLE_DEVICES`` hides them all).
+    """
+    wp.init()
+    if wp.get_cuda_device_count() > 0:
+        return None
+    toolkit, driver = wp.get_cuda_toolkit_version(), wp.get_cuda_driver_version()
+    if toolkit is None:
+        return f"this warp-lang {wp.__version__} build has no CUDA support"
+    need = (toolkit[0], 0)  # CUDA minor-version compatibility: same major, any minor
+    build = (
+        f"warp-lang {wp.__version__} is built with CUDA {toolkit[0]}.{toolkit[1]} and needs a "
+        f"driver for CUDA {need[0]}.{need[1]} or newer (nvidia-smi shows it as 'CUDA Version')"
+    )
+    if driver is None:
+        return f"no NVIDIA CUDA driver was found; {build}"
+    if tuple(driver) < need:
+        return (
+            f"the NVIDIA driver supports CUDA {driver[0]}.{driver[1]} only, and {build}: update "
+            "the driver, or install a warp-lang wheel built for your CUDA version (warp-lang's "
+            "GitHub releases have +cu12 wheels)"
+        )
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    return f"the CUDA {driver[0]}.{driver[1]} driver lists no GPU" + (
+        f" (CUDA_VISIBLE_DEVICES={visible!r})" if visible is not None else ""
+    )
 
 
 def default_device() -> str:
-    """``"cuda:0"`` when Warp sees a CUDA device, else ``"cpu"``."""
+    """The Warp device of a backend built with ``device=None``.
+
+    ``"cuda:<LOCAL_RANK>"`` when the ``LOCAL_RANK`` environment variable is set (torchrun and
+    other launchers: one process per GPU), else ``"cuda:0"``, when Warp lists CUDA devices.
+    Otherwise ``"cpu"`` (Warp's CPU device, slow), with a `MjWarpFallbackWarning` that gives
+    `cuda_unavailable_reason`.
+
+    Raises:
+        ValueError: ``LOCAL_RANK`` is not an integer in [0, number of CUDA devices) (the message
+            says to pass the device explicitly, e.g. when ``CUDA_VISIBLE_DEVICES`` leaves each
+            process one GPU).
+    """
     wp.init()
-    return "cuda:0" if wp.get_cuda_device_count() > 0 else "cpu"
+    count = wp.get_cuda_device_count()
+    if count == 0:
+        warnings.warn(
+            f"MuJoCo Warp runs on Warp's CPU device (slow): {cuda_unavailable_reason()}. "
+            "Pass device='cpu' to choose the CPU device without this warning.",
+            MjWarpFallbackWarning,
+            stacklevel=2,
+        )
+        return "cpu"
+    rank = os.environ.get("LOCAL_RANK")
+    if rank is None:
+        return "cuda:0"
+    try:
+        ordinal = int(rank)
+    except ValueError:
+        ordinal = -1
+    if not 0 <= ordinal < count:
+        raise ValueError(
+            f"LOCAL_RANK={rank!r} names no CUDA device: Warp lists {count} (cuda:0..cuda:"
+            f"{count - 1}). Pass the device explicitly (device='cuda:0' when "
+            "CUDA_VISIBLE_DEVICES leaves each process one GPU)."
+        )
+    return f"cuda:{ordinal}"
+
+
+def resolve_device(device: str | None) -> str:
+    """The Warp device name for the `device` a backend was given (None: `default_device`).
+
+    Raises:
+        ValueError: a ``"cuda..."`` device while Warp lists no CUDA device (the message gives
+            `cuda_unavailable_reason`) or an ordinal beyond the ones it lists; a name Warp does
+            not know; ``LOCAL_RANK`` out of range (see `default_device`).
+    """
+    if device is None:
+        return default_device()
+    name = str(device)
+    wp.init()
+    if name.startswith("cuda"):
+        count = wp.get_cuda_device_count()
+        if count == 0:
+            raise ValueError(
+                f"device={name!r} asks for a GPU, but Warp lists no CUDA device: "
+                f"{cuda_unavailable_reason()}. Pass device='cpu' to run on Warp's CPU device "
+                "(slow)."
+            )
+        ordinal = name.partition(":")[2]
+        if ordinal.isdigit() and int(ordinal) >= count:
+            raise ValueError(
+                f"device={name!r}: Warp lists {count} CUDA device(s), cuda:0..cuda:{count - 1}"
+            )
+    try:
+        return wp.get_device(name).alias
+    except (ValueError, RuntimeError) as exc:
+        raise ValueError(f"unknown Warp device {name!r}: {exc}") from exc
+
+
+def graph_capture_blocker(device: str) -> str | None:
+    """Why `MjWarpBackend` cannot capture its launch sequence as a graph on `device`, as a
+    sentence; None when it can.
+
+    Warp's CPU device always can (Warp records CPU graphs and replays them in C++). A CUDA
+    device needs conditional graph nodes (``mjw.step``'s solver loop is a
+    ``wp.capture_while``): CUDA toolkit and driver 12.4+; and Warp's memory pool enabled on the
+    device (``mjw.step`` allocates temporaries inside the capture).
+    """
+    dev = wp.get_device(device)
+    if dev.is_cpu:
+        return None
+    if not wp.is_conditional_graph_supported():
+        toolkit, driver = wp.get_cuda_toolkit_version(), wp.get_cuda_driver_version()
+        return (
+            "conditional graph nodes (MuJoCo Warp's solver loop) need CUDA toolkit and driver "
+            f"12.4+; warp-lang is built with CUDA {toolkit} and the driver supports {driver}"
+        )
+    if not wp.is_mempool_enabled(dev):
+        state = "off" if wp.is_mempool_supported(dev) else "not supported"
+        return (
+            f"Warp's memory pool is {state} on {dev.alias}, and mujoco_warp.step allocates "
+            "inside the captured graph (wp.set_mempool_enabled(device, True) turns it on where "
+            "supported)"
+        )
+    return None
 
 
 # ---------------------------------------------------------------------------------------- kernels
@@ -115,6 +321,8 @@ def _count_self_contact(
 
 @wp.kernel
 def _gather(
+    worlds: wp.array(dtype=int),
+    count: wp.array(dtype=int),
     xpos: wp.array2d(dtype=wp.vec3),
     xquat: wp.array2d(dtype=wp.quat),
     cvel: wp.array2d(dtype=wp.spatial_vector),
@@ -130,8 +338,13 @@ def _gather(
     qvel_bound: float,
     out: wp.array2d(dtype=float),
 ):
-    """Fill one row per world of the state buffer; thread (w, k): body k, joint k - B, flags."""
-    w, k = wp.tid()
+    """Fill row r of the state buffer with world worlds[r], for r < count[0]; thread (r, k):
+    body k, joint k - B, flags. The step gathers every world in order (worlds = 0..N-1); a
+    refresh after row writes gathers the written worlds only, into the first rows."""
+    r, k = wp.tid()
+    if r >= count[0]:
+        return
+    w = worlds[r]
     nb = body_ids.shape[0]
     nj = qpos_adr.shape[0]
     if k < nb:
@@ -142,15 +355,15 @@ def _gather(
         ang = wp.spatial_top(v)
         lin = wp.spatial_bottom(v) + wp.cross(ang, p - subtree_com[w, root_ids[k]])
         for i in range(3):
-            out[w, 3 * k + i] = p[i]
-            out[w, 7 * nb + 3 * k + i] = lin[i]
-            out[w, 10 * nb + 3 * k + i] = ang[i]
+            out[r, 3 * k + i] = p[i]
+            out[r, 7 * nb + 3 * k + i] = lin[i]
+            out[r, 10 * nb + 3 * k + i] = ang[i]
         for i in range(4):
-            out[w, 3 * nb + 4 * k + i] = q[i]
+            out[r, 3 * nb + 4 * k + i] = q[i]
     elif k < nb + nj:
         j = k - nb
-        out[w, 13 * nb + j] = qpos[w, qpos_adr[j]]
-        out[w, 13 * nb + nj + j] = qvel[w, dof_adr[j]]
+        out[r, 13 * nb + j] = qpos[w, qpos_adr[j]]
+        out[r, 13 * nb + nj + j] = qvel[w, dof_adr[j]]
     else:
         bad = wp.int32(0)
         for i in range(qpos.shape[1]):
@@ -160,9 +373,9 @@ def _gather(
             if not (wp.abs(qvel[w, i]) <= qvel_bound):  # also catches NaN
                 bad = 1
         base = 13 * nb + 2 * nj
-        out[w, base] = float(self_contact[w])
-        out[w, base + 1] = float(bad)
-        out[w, base + 2] = float(overflow[w])
+        out[r, base] = float(self_contact[w])
+        out[r, base + 1] = float(bad)
+        out[r, base + 2] = float(overflow[w])
 
 
 @wp.kernel
@@ -238,29 +451,47 @@ class MjWarpBackend:
         self_contact_threshold: N; a substep counts as self contact when the normal force of the
             contact sensor ``"self_contact"`` (computed by MuJoCo Warp in every substep) exceeds
             it. None disables counting and the sensor requirement.
-        device: Warp device; default ``"cuda:0"`` when a GPU exists, else ``"cpu"``.
+        device: Warp device, e.g. ``"cuda:1"`` or ``"cpu"``; None: `default_device`
+            (``cuda:$LOCAL_RANK`` under torchrun, else ``cuda:0``, else the CPU with a
+            `MjWarpFallbackWarning`).
         nconmax: contacts per world (the shared pool holds ``nconmax * N``).
         njmax: constraint rows per world.
         on_overflow: ``"raise"`` (default): a capacity overflow raises `CapacityOverflowError`
             after the step; ``"terminate"``: the affected rows are flagged in `nonfinite` (the
             env terminates and re-initialises them) and counted in `overflow_count`.
+        deterministic: MuJoCo Warp's deterministic mode (``DeterminismType.ALL``): equal inputs
+            give equal bits on a GPU too, at a cost in speed. Off by default.
+        contact_sensor_maxmatch: contacts one contact sensor may match per world (MuJoCo
+            Warp's ``Option.contact_sensor_maxmatch``); None keeps the model's (a
+            ``contact_sensor_maxmatch`` numeric in the MJCF, else 64).
+        capture: None (default): capture graphs where the device allows it
+            (`graph_capture_blocker`), else warn once and launch eagerly; True: capture, and
+            raise where the device does not allow it; False: always launch eagerly.
 
     Raises:
-        ValueError: num_envs, decimation, nconmax or njmax < 1; an unknown on_overflow; bad ids
-            (see `gym_motion.backends.binding.bind_ids`); no ``"self_contact"`` contact sensor
-            while counting is on.
+        ValueError: num_envs, decimation, nconmax, njmax or contact_sensor_maxmatch < 1; an
+            unknown on_overflow or capture value; an unavailable or unknown device (see
+            `resolve_device`); capture=True where graphs cannot be captured; bad ids (see
+            `gym_motion.backends.binding.bind_ids`); no ``"self_contact"`` contact sensor while
+            counting is on.
 
     Attributes:
         num_envs, physics_dt (s), decimation: as given / from the model.
         body_ids, joint_ids: (B,), (J,) int64, the bound ids.
-        device: the Warp device name.
+        device: the Warp device name, e.g. ``"cuda:0"``.
+        capture: whether launch sequences are captured as graphs and replayed.
+        capture_s: seconds spent capturing each graph, by name (``"step"``: substeps through
+            the gather; ``"refresh"``: forward kinematics and the gather of written rows),
+            filled when each is captured.
+        deterministic, nconmax, njmax, contact_sensor_maxmatch: the settings in effect.
         self_contact_substeps: (N,) int32, substeps of the last step with self contact.
         nonfinite: (N,) bool, rows whose qpos became NaN/Inf or |qvel| exceeded 1e4 (or NaN)
             during the last step (or that overflowed, with ``on_overflow="terminate"``); such
             rows hold garbage until `write_state` writes them.
         overflow_count: rows terminated for capacity overflow since construction.
-        profile: when True, `step` synchronises between phases and adds their wall times (s) to
-            `phase_times` (``upload``, ``physics``, ``gather_copy``); off by default.
+        profile: when True, `step` waits for the backend's stream between phases and adds their
+            wall times (s) to `phase_times` (``upload``, ``physics``, ``gather_copy``); off by
+            default.
     """
 
     def __init__(
@@ -275,6 +506,9 @@ class MjWarpBackend:
         nconmax: int = 35,
         njmax: int = 250,
         on_overflow: Literal["raise", "terminate"] = "raise",
+        deterministic: bool = False,
+        contact_sensor_maxmatch: int | None = None,
+        capture: bool | None = None,
     ):
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
@@ -284,14 +518,41 @@ class MjWarpBackend:
             raise ValueError(f"nconmax and njmax must be >= 1, got {nconmax}, {njmax}")
         if on_overflow not in ("raise", "terminate"):
             raise ValueError(f"on_overflow must be 'raise' or 'terminate', got {on_overflow!r}")
-        wp.init()
-        self.device = device or default_device()
+        if contact_sensor_maxmatch is not None and not (
+            isinstance(contact_sensor_maxmatch, (int, np.integer)) and contact_sensor_maxmatch >= 1
+        ):
+            raise ValueError(
+                f"contact_sensor_maxmatch must be an integer >= 1 or None, got "
+                f"{contact_sensor_maxmatch!r}"
+            )
+        if capture not in (None, True, False):
+            raise ValueError(f"capture must be None, True or False, got {capture!r}")
+        self.device = resolve_device(device)
+        dev = wp.get_device(self.device)
+        blocker = None if capture is False else graph_capture_blocker(self.device)
+        if blocker is not None:
+            if capture:
+                raise ValueError(f"capture=True, but graphs cannot be captured on {dev}: {blocker}")
+            warnings.warn(
+                f"MuJoCo Warp on {self.device} launches every kernel eagerly, without graph "
+                f"capture (slower): {blocker}",
+                MjWarpFallbackWarning,
+                stacklevel=2,
+            )
+        self.capture = capture is not False and blocker is None
+        self.capture_s: dict[str, float] = {}
+        self._graphs: dict[str, wp.Graph] = {}
+        self._warm: set[str] = set()  # launch sequences that ran once eagerly
+        self._stream = wp.Stream(dev) if dev.is_cuda else None
+        self._staged = False  # host->device copies from the staging buffers may be in flight
+
         self.num_envs = n = int(num_envs)
         self.decimation = int(decimation)
         self.physics_dt = float(model.opt.timestep)
         self.self_contact_threshold = self_contact_threshold
         self.nconmax, self.njmax = int(nconmax), int(njmax)
         self.on_overflow = on_overflow
+        self.deterministic = bool(deterministic)
         self.overflow_count = 0
         self.profile = False
         self.phase_times = {"upload": 0.0, "physics": 0.0, "gather_copy": 0.0}
@@ -315,11 +576,17 @@ class MjWarpBackend:
 
         b, j = bound.body_ids.size, bound.joint_ids.size
         self._nb, self._nj = b, j
-        self._stride = 13 * b + 2 * j + 3
-        pinned = wp.get_device(self.device).is_cuda
-        with wp.ScopedDevice(self.device):
+        self._stride = s = 13 * b + 2 * j + 3
+        with self._scope():
             self._m = mjw.put_model(model, batch_sizes=dict.fromkeys(MODEL_FIELDS, n))
-            self._m.opt.warn_overflow = 0  # reported by this class after every step instead
+            opt = self._m.opt
+            opt.warn_overflow = 0  # reported by this class after every step instead
+            opt.deterministic = int(
+                mjw.DeterminismType.ALL if deterministic else mjw.DeterminismType.NONE
+            )
+            if contact_sensor_maxmatch is not None:
+                opt.contact_sensor_maxmatch = int(contact_sensor_maxmatch)
+            self.contact_sensor_maxmatch = int(opt.contact_sensor_maxmatch)
             self._d = mjw.put_data(model, data, nworld=n, nconmax=nconmax, njmax=njmax)
             self._body_ids = wp.array(bound.body_ids, dtype=int)
             self._root_ids = wp.array(bound.root_ids, dtype=int)
@@ -327,13 +594,21 @@ class MjWarpBackend:
             self._dof_adr = wp.array(bound.dof_adr, dtype=int)
             self._contact_cols = wp.array(cols, dtype=int)
             self._self_contact = wp.zeros(n, dtype=int)
-            self._state_dev = wp.zeros((n, self._stride), dtype=float)
+            self._all_worlds = wp.array(np.arange(n), dtype=int)
+            self._num_worlds = wp.array([n], dtype=int)
+            self._state_dev = wp.zeros((n, s), dtype=float)  # row w: world w (the step)
+            self._rows_dev = wp.zeros((n, s), dtype=float)  # row i: written world i (refresh)
+            self._written_dev = wp.zeros(n, dtype=int)
+            self._written_count_dev = wp.zeros(1, dtype=int)
             self._ids_dev = wp.zeros(n, dtype=int)
             self._qpos_dev = wp.zeros(n * model.nq, dtype=float)
             self._qvel_dev = wp.zeros(n * model.nv, dtype=float)
             self._kick_dev = wp.zeros(n * 6, dtype=wp.float64)
-        host = dict(device="cpu", pinned=pinned)
-        self._state_host = wp.zeros((n, self._stride), dtype=float, **host)
+        host = dict(device="cpu", pinned=dev.is_cuda)
+        self._state_host = wp.zeros((n, s), dtype=float, **host)
+        self._rows_host = wp.zeros((n, s), dtype=float, **host)
+        self._written_host = wp.zeros(n, dtype=int, **host)
+        self._written_count_host = wp.zeros(1, dtype=int, **host)
         self._ctrl_host = wp.zeros((n, model.nu), dtype=float, **host)
         self._ids_host = wp.zeros(n, dtype=int, **host)
         self._qpos_host = wp.zeros(n * model.nq, dtype=float, **host)
@@ -341,27 +616,27 @@ class MjWarpBackend:
         self._kick_host = wp.zeros(n * 6, dtype=wp.float64, **host)
         self._ctrl_np = self._ctrl_host.numpy()
         self._ctrl_np[:] = data.ctrl
-        wp.copy(self._d.ctrl, self._ctrl_host)
+        with self._scope():
+            wp.copy(self._d.ctrl, self._ctrl_host)
 
         # Per-world model fields: host mirrors (N, ...) float32, made on a field's first edit.
         self._fields: dict[str, np.ndarray] = {}
 
         # Host views of the state buffer (float32, updated in place by each device->host copy).
-        s = self._state_host.numpy()
-        self._state_np = s
+        state = self._state_np = self._state_host.numpy()
+        self._rows_np = self._rows_host.numpy()
         self._views = BodyState(
-            pos_w=s[:, : 3 * b].reshape(n, b, 3),
-            quat_w=s[:, 3 * b : 7 * b].reshape(n, b, 4),
-            lin_vel_w=s[:, 7 * b : 10 * b].reshape(n, b, 3),
-            ang_vel_w=s[:, 10 * b : 13 * b].reshape(n, b, 3),
-            joint_pos=s[:, 13 * b : 13 * b + j],
-            joint_vel=s[:, 13 * b + j : 13 * b + 2 * j],
+            pos_w=state[:, : 3 * b].reshape(n, b, 3),
+            quat_w=state[:, 3 * b : 7 * b].reshape(n, b, 4),
+            lin_vel_w=state[:, 7 * b : 10 * b].reshape(n, b, 3),
+            ang_vel_w=state[:, 10 * b : 13 * b].reshape(n, b, 3),
+            joint_pos=state[:, 13 * b : 13 * b + j],
+            joint_vel=state[:, 13 * b + j : 13 * b + 2 * j],
         )
-        self._flags = s[:, 13 * b + 2 * j :]
+        self._flags = state[:, 13 * b + 2 * j :]
         self.self_contact_substeps = np.zeros(n, np.int32)
         self.nonfinite = np.zeros(n, bool)
-        self._graph = None
-        self._steps = 0
+        self._written = np.ones(n, bool)  # rows whose host state is stale (all, until the first)
         self._refresh()
 
     # ------------------------------------------------------------------ protocol
@@ -370,8 +645,9 @@ class MjWarpBackend:
 
         Raises:
             ValueError: targets of the wrong shape.
-            CapacityOverflowError: with ``on_overflow="raise"``, a world needed more contacts or
-                constraint rows than ``nconmax`` / ``njmax``; the message names the envs.
+            CapacityOverflowError: with ``on_overflow="raise"``, a world overflowed a capacity
+                (see `CAPACITY_OVERFLOW`); the message names the envs, what ran out and the
+                setting to raise.
         """
         self._check_open()
         targets = np.asarray(joint_pos_target)
@@ -385,25 +661,14 @@ class MjWarpBackend:
             np.copyto(self._ctrl_np, targets, casting="same_kind")
         else:
             self._ctrl_np[:, self._act_ids] = targets
-        wp.copy(self._d.ctrl, self._ctrl_host)
-        t1 = self._mark(t0, "upload")
-
-        with wp.ScopedDevice(self.device):
-            if self._graph is not None:
-                wp.capture_launch(self._graph)
-            elif wp.get_device(self.device).is_cuda and self._steps > 0:
-                # The first step ran eagerly and loaded every module; capture the rest once.
-                with wp.ScopedCapture() as capture:
-                    self._physics()
-                    self._gather_device()
-                self._graph = capture.graph
-                wp.capture_launch(self._graph)
-            else:
-                self._physics()
-                self._gather_device()
-        self._steps += 1
-        t2 = self._mark(t1, "physics")
-        self._download()
+        with self._scope():
+            wp.copy(self._d.ctrl, self._ctrl_host)
+            t1 = self._mark(t0, "upload")
+            self._launch("step", self._step_sequence)
+            t2 = self._mark(t1, "physics")
+            wp.copy(self._state_host, self._state_dev)
+            self._sync()
+        self._written[:] = False
         self._mark(t2, "gather_copy")
         self._read_flags()
 
@@ -411,8 +676,7 @@ class MjWarpBackend:
         """Fill `out` in place (float32 arrays as in `BodyState`) with the current state, or
         only its rows `env_ids` (M,) (other rows untouched)."""
         self._check_open()
-        if self._dirty:
-            self._refresh()
+        self._refresh()
         v = self._views
         fields = ("pos_w", "quat_w", "lin_vel_w", "ang_vel_w", "joint_pos", "joint_vel")
         if env_ids is None:
@@ -427,11 +691,9 @@ class MjWarpBackend:
         """Set qpos (M, nq) and qvel (M, nv) of worlds `env_ids` (M,) and clear their solver
         warm start and activations; other worlds are untouched.
 
-        Only the M rows travel to the device and only those worlds are written. Forward
-        kinematics (kinematics, com_pos, com_vel) then runs on all worlds before the next
-        `copy_body_state_w`: it recomputes the untouched worlds' derived quantities from their
-        unchanged qpos/qvel (identical values); three small launches, cheap next to a physics
-        step, and simpler than masking MuJoCo Warp's kernels.
+        Only the M rows travel to the device and only those worlds are written; the next
+        `copy_body_state_w` refreshes the body state of the written rows (forward kinematics,
+        then M rows back to the host).
 
         Raises:
             ValueError: mismatched shapes, or ids outside [0, N) (a (N,) bool mask also works).
@@ -447,19 +709,21 @@ class MjWarpBackend:
             )
         if m == 0:
             return
-        self._stage(
-            ids, (self._qpos_host, self._qpos_dev, qpos), (self._qvel_host, self._qvel_dev, qvel)
-        )
         d = self._d
-        wp.launch(
-            _scatter_state,
-            dim=m,
-            inputs=[self._ids_dev, self._qpos_dev, self._qvel_dev],
-            outputs=[d.qpos, d.qvel, d.qacc_warmstart, d.act],
-            device=self.device,
-        )
+        with self._scope():
+            self._stage(
+                ids,
+                (self._qpos_host, self._qpos_dev, qpos),
+                (self._qvel_host, self._qvel_dev, qvel),
+            )
+            wp.launch(
+                _scatter_state,
+                dim=m,
+                inputs=[self._ids_dev, self._qpos_dev, self._qvel_dev],
+                outputs=[d.qpos, d.qvel, d.qacc_warmstart, d.act],
+            )
         self.nonfinite[ids] = False
-        self._dirty = True
+        self._written[ids] = True
 
     def add_root_velocity(
         self, env_ids: np.ndarray, lin_vel_w: np.ndarray, ang_vel_w: np.ndarray
@@ -470,7 +734,7 @@ class MjWarpBackend:
         the device, from the world's own qpos; stored as float32).
 
         Everything else (qpos, other velocities, warm start, activations, `nonfinite`) is kept;
-        derived quantities are refreshed before the next `copy_body_state_w`, as after
+        the body state of these rows is refreshed before the next `copy_body_state_w`, as after
         `write_state`.
 
         Raises:
@@ -484,16 +748,16 @@ class MjWarpBackend:
         if ids.size == 0:
             return
         kick = np.concatenate([lin, ang], axis=1)
-        self._stage(ids, (self._kick_host, self._kick_dev, kick))
         d = self._d
-        wp.launch(
-            _add_root_velocity,
-            dim=ids.size,
-            inputs=[self._ids_dev, self._kick_dev, qadr, dadr],
-            outputs=[d.qpos, d.qvel],
-            device=self.device,
-        )
-        self._dirty = True
+        with self._scope():
+            self._stage(ids, (self._kick_host, self._kick_dev, kick))
+            wp.launch(
+                _add_root_velocity,
+                dim=ids.size,
+                inputs=[self._ids_dev, self._kick_dev, qadr, dadr],
+                outputs=[d.qpos, d.qvel],
+            )
+        self._written[ids] = True
 
     def model_field(self, field: str, elem_ids: np.ndarray) -> np.ndarray:
         """Nominal ``model.<field>[elem_ids]`` of the MjModel given at construction: float64
@@ -521,29 +785,63 @@ class MjWarpBackend:
         ids = resolve_env_ids(env_ids, self.num_envs)
         vals = check_field_values(field, values, ids.size, elem, trailing)
         device_table = getattr(self._m, field)
-        table = self._fields.get(field)
-        if table is None:
-            table = self._fields[field] = device_table.numpy()  # (N, count, *trailing)
-        table[ids[:, None], elem[None, :]] = vals.astype(np.float32)
-        device_table.assign(table)
+        with self._scope():
+            table = self._fields.get(field)
+            if table is None:
+                self._sync()
+                table = self._fields[field] = device_table.numpy()  # (N, count, *trailing)
+            table[ids[:, None], elem[None, :]] = vals.astype(np.float32)
+            device_table.assign(table)
 
     def close(self) -> None:
-        """Drop the device model, data and graph (memory returns to Warp's allocator);
-        idempotent."""
+        """Wait for the backend's stream, then drop the device model, data, graphs and stream
+        (memory returns to Warp's allocator); idempotent."""
+        if self._closed:
+            return
+        self._sync()
         self._closed = True
-        self._graph = None
+        self._graphs = {}
         self._m = self._d = None
+        self._stream = None
 
     # ------------------------------------------------------------------ internals
     def _check_open(self) -> None:
         if self._closed:
             raise RuntimeError("MjWarpBackend is closed")
 
+    def _scope(self) -> wp.ScopedStream | wp.ScopedDevice:
+        """Launches and copies inside go to the backend's stream (CUDA) or the CPU device."""
+        if self._stream is None:
+            return wp.ScopedDevice(self.device)
+        return wp.ScopedStream(self._stream, sync_enter=False)
+
+    def _sync(self) -> None:
+        """Wait for the work queued on the backend's stream (CPU device: runs synchronously)."""
+        if self._stream is not None:
+            wp.synchronize_stream(self._stream)
+        self._staged = False
+
+    def _launch(self, name: str, sequence) -> None:
+        """Run the launch sequence `sequence` (a callable) under `name`: replay its graph; or
+        capture it on its second run, when capturing; or launch it eagerly."""
+        graph = self._graphs.get(name)
+        if graph is None and self.capture and name in self._warm:
+            t0 = time.perf_counter()
+            with wp.ScopedCapture(device=self.device, stream=self._stream) as capture:
+                sequence()
+            graph = self._graphs[name] = capture.graph
+            self.capture_s[name] = time.perf_counter() - t0
+        if graph is not None:
+            wp.capture_launch(graph, stream=self._stream)
+        else:
+            sequence()
+            self._warm.add(name)
+
     def _stage(self, ids: np.ndarray, *arrays: tuple[wp.array, wp.array, np.ndarray]) -> None:
         """Copy ids (M,) to `_ids_dev` and each (host staging, device, values (M, ...)) to its
         device buffer, through the (pinned) host staging buffers."""
-        if self._dirty:  # an earlier write's host->device copies may still read the staging
-            wp.synchronize_device(self.device)
+        if self._staged:  # an earlier write's host->device copies may still read the staging
+            self._sync()
         m = ids.size
         self._ids_host.numpy()[:m] = ids
         wp.copy(self._ids_dev, self._ids_host, count=m)
@@ -551,9 +849,11 @@ class MjWarpBackend:
             flat = values.reshape(-1)
             host.numpy()[: flat.size] = flat
             wp.copy(dev, host, count=flat.size)
+        self._staged = True
 
-    def _physics(self) -> None:
-        """The substep loop (captured on CUDA): clear flags, step, count self contact."""
+    def _step_sequence(self) -> None:
+        """One control step on the device (captured as the "step" graph): clear flags, the
+        substeps with self-contact counting, forward kinematics, the gather of every world."""
         d = self._d
         d.overflow.zero_()
         self._self_contact.zero_()
@@ -571,17 +871,30 @@ class MjWarpBackend:
                     ],
                     outputs=[self._self_contact],
                 )
+        self._kinematics()
+        self._gather(self._all_worlds, self._num_worlds, self._state_dev)
 
-    def _gather_device(self) -> None:
-        """Forward kinematics of the current qpos/qvel, then the fused gather."""
+    def _refresh_sequence(self) -> None:
+        """Body state after row writes (captured as the "refresh" graph): forward kinematics
+        of every world, then the gather of the written worlds into the first rows."""
+        self._kinematics()
+        self._gather(self._written_dev, self._written_count_dev, self._rows_dev)
+
+    def _kinematics(self) -> None:
+        """Body poses and velocities (xpos, xquat, subtree_com, cvel) of the current qpos/qvel."""
         m, d = self._m, self._d
         mjw.kinematics(m, d)
         mjw.com_pos(m, d)
         mjw.com_vel(m, d)
+
+    def _gather(self, worlds: wp.array, count: wp.array, out: wp.array) -> None:
+        d = self._d
         wp.launch(
             _gather,
             dim=(self.num_envs, self._nb + self._nj + 1),
             inputs=[
+                worlds,
+                count,
                 d.xpos,
                 d.xquat,
                 d.cvel,
@@ -596,20 +909,27 @@ class MjWarpBackend:
                 self._dof_adr,
                 QVEL_BOUND,
             ],
-            outputs=[self._state_dev],
+            outputs=[out],
         )
 
-    def _download(self) -> None:
-        wp.copy(self._state_host, self._state_dev)
-        wp.synchronize_device(self.device)
-        self._dirty = False
-
     def _refresh(self) -> None:
-        """Kinematics + gather + copy after a state write. `nonfinite` and
-        `self_contact_substeps` keep the values of the last step."""
-        with wp.ScopedDevice(self.device):
-            self._gather_device()
-        self._download()
+        """Bring the host state of the written rows up to date: upload their ids, run the
+        "refresh" sequence, copy those M rows back and scatter them into the state buffer.
+        `nonfinite` and `self_contact_substeps` keep the values of the last step."""
+        rows = np.flatnonzero(self._written)
+        m = rows.size
+        if m == 0:
+            return
+        self._written_host.numpy()[:m] = rows
+        self._written_count_host.numpy()[0] = m
+        with self._scope():
+            wp.copy(self._written_dev, self._written_host, count=m)
+            wp.copy(self._written_count_dev, self._written_count_host)
+            self._launch("refresh", self._refresh_sequence)
+            wp.copy(self._rows_host, self._rows_dev, count=m * self._stride)
+            self._sync()
+        self._state_np[rows] = self._rows_np[:m]
+        self._written[:] = False
 
     def _read_flags(self) -> None:
         f = self._flags
@@ -617,32 +937,45 @@ class MjWarpBackend:
         np.not_equal(f[:, 1], 0.0, out=self.nonfinite)
         bits = f[:, 2].astype(np.int64) & CAPACITY_OVERFLOW
         over = bits != 0
-        if over.any():
-            rows = np.flatnonzero(over)
-            if self.on_overflow == "terminate":
-                self.nonfinite |= over
-                self.overflow_count += int(rows.size)
-            else:
-                names = [
-                    t.name for t in mjw.OverflowType if t.value & int(np.bitwise_or.reduce(bits))
-                ]
-                names = [nm for nm in names if nm not in ("NONE", "ALL")]
-                d = self._d
-                raise CapacityOverflowError(
-                    f"mjwarp capacity overflow ({', '.join(names)}) in envs "
-                    f"{rows[:10].tolist()}{' ...' if rows.size > 10 else ''} during the last "
-                    f"step: nconmax={self.nconmax} contacts per world (shared pool "
-                    f"{d.naconmax}, last substep: {int(d.nacon.numpy()[0])} contacts, "
-                    f"{int(d.ncollision.numpy()[0])} broadphase pairs), njmax={self.njmax} "
-                    f"constraint rows per world (last substep: up to {int(d.nefc.numpy().max())})."
-                    " Build the backend with larger nconmax/njmax (backend_kwargs), or with "
-                    "on_overflow='terminate'."
-                )
+        if not over.any():
+            return
+        rows = np.flatnonzero(over)
+        if self.on_overflow == "terminate":
+            self.nonfinite |= over
+            self.overflow_count += int(rows.size)
+            return
+        raise CapacityOverflowError(self._overflow_message(rows, int(np.bitwise_or.reduce(bits))))
+
+    def _overflow_message(self, rows: np.ndarray, bits: int) -> str:
+        """What overflowed (OverflowType `bits`) in envs `rows`, and the fix of each bit."""
+        d = self._d
+        with self._scope():
+            nacon, ncollision = int(d.nacon.numpy()[0]), int(d.ncollision.numpy()[0])
+            nefc = int(d.nefc.numpy().max())
+        values = dict(
+            njmax=self.njmax,
+            nconmax=self.nconmax,
+            naconmax=d.naconmax,
+            maxmatch=self.contact_sensor_maxmatch,
+        )
+        causes = []
+        for flag in mjw.OverflowType:
+            if flag.value & bits and not flag.value & (flag.value - 1):  # one bit, set
+                fix = OVERFLOW_FIXES.get(flag, f"see mujoco_warp.OverflowType.{flag.name}")
+                causes.append(f"{flag.name}: {fix.format(**values)}")
+        more = " ..." if rows.size > 10 else ""
+        return (
+            f"mjwarp capacity overflow in envs {rows[:10].tolist()}{more} during the last step "
+            f"(last substep: {nacon} contacts, {ncollision} broadphase pairs, up to {nefc} "
+            f"constraint rows per world). {'; '.join(causes)}. Pass the larger setting when "
+            "building the backend (backend_kwargs or BackendCfg), or on_overflow='terminate' to "
+            "terminate the affected envs instead."
+        )
 
     def _mark(self, t0: float, phase: str) -> float:
         if not self.profile:
             return t0
-        wp.synchronize_device(self.device)
+        self._sync()
         t1 = time.perf_counter()
         self.phase_times[phase] += t1 - t0
         return t1

@@ -47,8 +47,10 @@ class SimCfg:
 # Settings each backend takes (the others must keep their defaults).
 _BACKEND_SETTINGS = {
     "mujoco": ("num_threads", "cpu_ids"),
-    "mjwarp": ("device", "nconmax", "njmax", "on_overflow"),
-}
+    "mjwarp": (
+        "device", "nconmax", "njmax", "on_overflow", "deterministic", "contact_sensor_maxmatch",
+    ),
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -59,9 +61,14 @@ class BackendCfg:
         name: "mujoco" (official MuJoCo, CPU threads) or "mjwarp" (MuJoCo Warp).
         num_threads: physics threads (mujoco; None: every CPU the process may use).
         cpu_ids: CPUs to pin physics and Numba threads to (mujoco, Linux).
-        device: Warp device (mjwarp; None: "cuda:0" when a GPU exists, else "cpu").
+        device: Warp device (mjwarp; None: "cuda:$LOCAL_RANK" under torchrun, else "cuda:0",
+            when Warp lists a GPU; else "cpu" with a warning saying why).
         nconmax, njmax: contacts and constraint rows per world (mjwarp).
         on_overflow: "raise" or "terminate" on a capacity overflow (mjwarp).
+        deterministic: MuJoCo Warp's deterministic mode, for bit-reproducible GPU runs at a cost
+            in speed (mjwarp; off by default).
+        contact_sensor_maxmatch: contacts a contact sensor may match per world (mjwarp; None:
+            the model's, else MuJoCo Warp's 64).
     """
 
     name: str = "mujoco"
@@ -71,6 +78,8 @@ class BackendCfg:
     nconmax: int = 35
     njmax: int = 250
     on_overflow: str = "raise"
+    deterministic: bool = False
+    contact_sensor_maxmatch: int | None = None
 
     def __post_init__(self) -> None:
         if self.cpu_ids is not None:

@@ -15,9 +15,16 @@ Measured on Warp's CPU device, N=4 (float32 MuJoCo Warp vs float64 MuJoCo C), 2 
 - 25 control steps of TrackingVecEnv(eval_cfg()) with random actions: per-step rewards of the
   "mjwarp" and "mujoco" backends differ by at most 1e-5 relative (2e-7 absolute; bound 2 %).
 Cold Warp cache: 66 s for this module (43 s of it compiling); warm: about 20 s.
+
+Without a GPU, the CUDA-only decisions (device choice, the graph-capture guard) are tested with
+Warp's device queries replaced by fakes; graph capture itself is tested on Warp's CPU device,
+which records and replays graphs too.
 """
 
 from __future__ import annotations
+
+import re
+import warnings
 
 import mujoco
 import numpy as np
@@ -25,18 +32,31 @@ import pytest
 
 pytest.importorskip("mujoco_warp")
 
+import mujoco_warp as mjw  # noqa: E402
+import warp as wp  # noqa: E402
+
+from gym_motion.backends import make_backend  # noqa: E402
+from gym_motion.backends import mjwarp as mjwarp_module  # noqa: E402
 from gym_motion.backends.base import BodyState  # noqa: E402
 from gym_motion.backends.mjwarp import (  # noqa: E402
+    CAPACITY_OVERFLOW,
+    OVERFLOW_FIXES,
     CapacityOverflowError,
     MjWarpBackend,
+    MjWarpFallbackWarning,
+    cuda_unavailable_reason,
     default_device,
+    graph_capture_blocker,
+    resolve_device,
 )
+from gym_motion.envs.config import BackendCfg  # noqa: E402
 from gym_motion.robots import g1  # noqa: E402
 
 N = 4
 BODIES = g1.TRACKED_BODIES
 NJ = len(g1.JOINT_NAMES)
 DECIMATION = 4
+FIELDS = ("pos_w", "quat_w", "lin_vel_w", "ang_vel_w", "joint_pos", "joint_vel")
 
 
 @pytest.fixture(scope="module")
@@ -112,10 +132,6 @@ def read(be) -> BodyState:
     return out
 
 
-def test_default_device():
-    assert default_device() in ("cpu", "cuda:0")
-
-
 def test_one_step_matches_mujoco_with_per_world_randomisation(model):
     """Per-world foot friction and torso CoM through set_model_field (float32 on the device),
     against one MjModel per row with those values."""
@@ -182,7 +198,7 @@ def test_contact_overflow_is_reported(model):
     qpos = np.tile(model.key(g1.KEYFRAME).qpos, (N, 1))
     qpos[:, 2] -= 0.03  # feet in the floor from the first substep
     be.write_state(np.arange(N), qpos, np.zeros((N, model.nv)))
-    with pytest.raises(CapacityOverflowError, match="nconmax=4"):
+    with pytest.raises(CapacityOverflowError, match=r"\(nconmax=4 x N = 16\): raise nconmax"):
         be.step(targets)
     be.close()
 
@@ -230,3 +246,267 @@ def test_env_rewards_match_mujoco_backend():
         for k in i1:
             if isinstance(i1[k], np.ndarray):
                 assert i2[k].dtype == i1[k].dtype and i2[k].shape == i1[k].shape, k
+
+
+# ------------------------------------------------------------------------- device and graphs
+
+
+def fake_cuda(monkeypatch, count: int, toolkit=(13, 4), driver=(13, 0)) -> None:
+    """Warp's CUDA queries answer as on a machine with `count` GPUs, a warp-lang built with CUDA
+    `toolkit` and a driver for CUDA `driver` ((major, minor), None: absent)."""
+    monkeypatch.setattr(wp, "get_cuda_device_count", lambda: count)
+    monkeypatch.setattr(wp, "get_cuda_toolkit_version", lambda: toolkit)
+    monkeypatch.setattr(wp, "get_cuda_driver_version", lambda: driver)
+
+
+@pytest.mark.parametrize(
+    ("toolkit", "driver", "reason"),
+    [
+        (None, None, "build has no CUDA support"),
+        ((13, 4), None, "no NVIDIA CUDA driver was found; warp-lang .* driver for CUDA 13.0"),
+        ((13, 4), (12, 8), "driver supports CUDA 12.8 only, and warp-lang .* CUDA 13.0 or newer"),
+        ((13, 4), (13, 0), "the CUDA 13.0 driver lists no GPU"),
+    ],
+)
+def test_without_a_cuda_device_the_default_is_the_cpu_and_says_why(
+    monkeypatch, toolkit, driver, reason
+):
+    fake_cuda(monkeypatch, 0, toolkit, driver)
+    monkeypatch.setenv("LOCAL_RANK", "1")  # no GPU to pick from: still the CPU
+    assert re.search(reason, cuda_unavailable_reason())
+    with pytest.warns(MjWarpFallbackWarning, match="Warp's CPU device \\(slow\\): .*" + reason):
+        assert default_device() == "cpu"
+    for asked in ("cuda", "cuda:0"):  # an explicit GPU is refused, never replaced by the CPU
+        with pytest.raises(ValueError, match="asks for a GPU, but Warp lists no CUDA device: "):
+            resolve_device(asked)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert resolve_device("cpu") == "cpu"  # chosen explicitly: no warning
+
+
+def test_default_device_is_the_local_rank_gpu_under_torchrun(monkeypatch):
+    fake_cuda(monkeypatch, 4)
+    monkeypatch.delenv("LOCAL_RANK", raising=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert default_device() == "cuda:0"
+        monkeypatch.setenv("LOCAL_RANK", "2")
+        assert default_device() == "cuda:2"
+        assert cuda_unavailable_reason() is None
+    for bad in ("4", "-1", "two"):
+        monkeypatch.setenv("LOCAL_RANK", bad)
+        with pytest.raises(ValueError, match=f"LOCAL_RANK='{bad}' names no CUDA device: Warp"):
+            default_device()
+    with pytest.raises(ValueError, match="Warp lists 4 CUDA device"):
+        resolve_device("cuda:4")
+
+
+class FakeCudaDevice:
+    is_cpu, is_cuda, alias = False, True, "cuda:0"
+
+
+def test_graph_capture_needs_conditional_nodes_and_the_memory_pool(monkeypatch):
+    assert graph_capture_blocker("cpu") is None  # Warp records CPU graphs
+    support = {"conditional": False, "pool": False, "pool_supported": True}
+    fake_cuda(monkeypatch, 1, (13, 4), (12, 2))
+    monkeypatch.setattr(wp, "get_device", lambda device=None: FakeCudaDevice())
+    monkeypatch.setattr(wp, "is_conditional_graph_supported", lambda: support["conditional"])
+    monkeypatch.setattr(wp, "is_mempool_enabled", lambda device: support["pool"])
+    monkeypatch.setattr(wp, "is_mempool_supported", lambda device: support["pool_supported"])
+    reason = graph_capture_blocker("cuda:0")
+    assert "conditional graph nodes" in reason and "12.4+" in reason and "(12, 2)" in reason
+    support["conditional"] = True
+    assert "memory pool is off on cuda:0" in graph_capture_blocker("cuda:0")
+    support["pool_supported"] = False
+    assert "memory pool is not supported on cuda:0" in graph_capture_blocker("cuda:0")
+    support["pool"] = True
+    assert graph_capture_blocker("cuda:0") is None
+
+
+def test_where_graphs_cannot_be_captured_the_backend_warns_and_launches_eagerly(model, monkeypatch):
+    monkeypatch.setattr(mjwarp_module, "graph_capture_blocker", lambda device: "no graphs here")
+    with pytest.raises(ValueError, match="capture=True, but graphs cannot be captured on cpu"):
+        MjWarpBackend(model, N, *ids(model), device="cpu", capture=True)
+    with pytest.warns(MjWarpFallbackWarning, match="without graph capture .*: no graphs here"):
+        be = MjWarpBackend(model, N, *ids(model), device="cpu")
+    targets = np.tile(g1.DEFAULT_JOINT_POS, (N, 1)).astype(np.float32)
+    for _ in range(2):  # the second step and refresh would capture
+        be.step(targets)
+        be.write_state(np.arange(1), *(a[:1] for a in reset_states(model, np.random.default_rng())))
+        read(be)
+    assert not be.capture and be.capture_s == {} and be._graphs == {}
+    be.close()
+
+
+def snapshot(be) -> list[np.ndarray]:
+    """Everything a step or write leaves behind: body state, flags, device qpos/qvel."""
+    s = read(be)
+    fields = [getattr(s, f) for f in FIELDS]
+    flags = [be.nonfinite.copy(), be.self_contact_substeps.copy()]
+    return fields + flags + [be._d.qpos.numpy().copy(), be._d.qvel.numpy().copy()]
+
+
+def test_captured_graphs_replay_the_eager_bits(model):
+    """By default the CPU device captures the step and the refresh after row writes (second
+    run of each) and replays them; an eager backend fed the same inputs holds the same bits
+    after every step and write, per-world friction set after the capture included."""
+    qpos, qvel = reset_states(model, np.random.default_rng(5))
+    feet = foot_geoms(model)
+    runs = []
+    for capture in (None, False):
+        be = MjWarpBackend(model, N, *ids(model), decimation=DECIMATION, device="cpu",
+                           capture=capture)  # fmt: skip
+        rng = np.random.default_rng(6)
+        be.write_state(np.arange(N), qpos, qvel)
+        states = [snapshot(be)]
+        for k in range(4):
+            be.step((g1.DEFAULT_JOINT_POS + rng.uniform(-0.3, 0.3, (N, NJ))).astype(np.float32))
+            states.append(snapshot(be))
+            if k == 2:
+                table = np.repeat(be.model_field("geom_friction", feet)[None], N, axis=0)
+                table[..., 0] = rng.uniform(0.3, 1.2, (N, 1))
+                be.set_model_field("geom_friction", np.arange(N), feet, table)
+            be.write_state(np.array([k % N]), qpos[[k % N]], qvel[[k % N]])
+            be.add_root_velocity(np.array([(k + 1) % N]), rng.normal(size=(1, 3)),
+                                 rng.normal(size=(1, 3)))  # fmt: skip
+            states.append(snapshot(be))
+        runs.append((be.capture, dict(be.capture_s), states))
+        be.close()
+    (captured, capture_s, got), (eager, eager_s, want) = runs
+    assert captured and set(capture_s) == {"step", "refresh"}
+    assert not eager and eager_s == {}
+    for g, w in zip(got, want, strict=True):
+        for a, b in zip(g, w, strict=True):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_after_row_writes_only_the_written_rows_are_refreshed(model, backend):
+    """Rows 1 (written) and 2 (kicked) come back with the values a refresh of every row gives;
+    rows 0 and 3 are not copied back (a sentinel in the host buffer survives), and a refresh
+    of every row leaves them as they were."""
+    qpos, qvel = reset_states(model, np.random.default_rng(7))
+    backend.write_state(np.arange(N), qpos, qvel)
+    backend.step(np.tile(g1.DEFAULT_JOINT_POS, (N, 1)).astype(np.float32))
+    read(backend)
+    backend.write_state(np.array([1]), qpos[[0]], qvel[[0]])
+    backend.add_root_velocity(np.array([2]), np.array([[0.5, 0.0, 0.0]]), np.array([[0, 0, 1.0]]))
+    kept = backend._state_np[[0, 3]].copy()
+    backend._state_np[[0, 3]] = -7.0
+    partial = read(backend)
+    assert np.all(partial.pos_w[[0, 3]] == -7.0) and np.all(partial.joint_vel[[0, 3]] == -7.0)
+    np.testing.assert_array_equal(partial.joint_pos[1], qpos[0, 7:].astype(np.float32))
+    backend._state_np[[0, 3]] = kept
+    backend._written[:] = True  # a refresh of every row, as before this change
+    full = read(backend)
+    for f in FIELDS:
+        np.testing.assert_array_equal(getattr(partial, f)[[1, 2]], getattr(full, f)[[1, 2]])
+    np.testing.assert_array_equal(backend._state_np[[0, 3]], kept)
+
+
+def test_the_backend_never_waits_for_the_whole_device(model, backend, monkeypatch):
+    """Only the backend's own stream is waited for (on the CPU device launches are synchronous
+    and nothing is waited for); other work on the device, a policy's, is never waited for."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the backend waited for the whole device")
+
+    monkeypatch.setattr(wp, "synchronize_device", refuse)
+    monkeypatch.setattr(wp, "synchronize", refuse)
+    qpos, qvel = reset_states(model, np.random.default_rng(8))
+    feet = foot_geoms(model)
+    backend.profile = True
+    try:
+        backend.write_state(np.arange(N), qpos, qvel)
+        backend.step(np.tile(g1.DEFAULT_JOINT_POS, (N, 1)).astype(np.float32))
+        backend.add_root_velocity(np.array([0]), np.ones((1, 3)), np.zeros((1, 3)))
+        table = backend.model_field("geom_friction", feet)[None].repeat(N, axis=0)
+        backend.set_model_field("geom_friction", np.arange(N), feet, table)
+        read(backend)
+    finally:
+        backend.profile = False
+    assert backend.phase_times["physics"] > 0.0
+
+
+# --------------------------------------------------------------------- settings and overflows
+
+
+def test_deterministic_mode_and_sensor_matches_reach_mujoco_warp(model, backend):
+    """Through BackendCfg and make_backend, as the env builds it; the deterministic kernels
+    (sorted contacts and constraint rows) step the same physics: with about 20 floor contacts
+    per world, body positions within 1e-5 m of the default kernels' (measured on Warp's CPU
+    device: identical)."""
+    with pytest.raises(ValueError, match="'mjwarp' backend, not of 'mujoco'"):
+        BackendCfg(name="mujoco", deterministic=True).kwargs()
+    cfg = BackendCfg(name="mjwarp", device="cpu", deterministic=True, contact_sensor_maxmatch=16)
+    be = make_backend("mjwarp", model, N, *ids(model), decimation=DECIMATION, **cfg.kwargs())
+    assert be.deterministic and be._m.opt.deterministic == int(mjw.DeterminismType.ALL)
+    assert be.contact_sensor_maxmatch == be._m.opt.contact_sensor_maxmatch == 16
+    assert not backend.deterministic and backend._m.opt.deterministic == 0
+    assert backend.contact_sensor_maxmatch == 64  # MuJoCo Warp's default
+    qpos, qvel = reset_states(model, np.random.default_rng(9))
+    targets = np.tile(g1.DEFAULT_JOINT_POS, (N, 1)).astype(np.float32)
+    states = []
+    for b in (be, backend):
+        b.write_state(np.arange(N), qpos, qvel)
+        b.step(targets)
+        states.append(read(b))
+    be.close()
+    assert np.abs(states[0].pos_w - states[1].pos_w).max() < 1e-5
+    with pytest.raises(ValueError, match="contact_sensor_maxmatch must be an integer >= 1"):
+        MjWarpBackend(model, N, *ids(model), device="cpu", contact_sensor_maxmatch=0)
+
+
+def test_every_overflow_bit_but_the_solver_limits_is_an_overflow_with_a_fix():
+    bits = {t for t in mjw.OverflowType if t.value and not t.value & (t.value - 1)}
+    solver = {mjw.OverflowType.ITERATIONS, mjw.OverflowType.LS_ITERATIONS}
+    assert {t for t in bits if t.value & CAPACITY_OVERFLOW} == bits - solver
+    assert set(OVERFLOW_FIXES) == bits - solver
+
+
+def self_contact_pose(model) -> np.ndarray:
+    """qpos (nq,): the keyframe 0.3 m higher, joints drawn in their ranges (seeded) until
+    MuJoCo counts at least 4 self contacts."""
+    data = mujoco.MjData(model)
+    rng = np.random.default_rng(0)
+    lo, hi = model.jnt_range[1:, 0], model.jnt_range[1:, 1]
+    while True:
+        data.qpos[:] = model.key(g1.KEYFRAME).qpos
+        data.qpos[2] += 0.3
+        data.qpos[7:] = rng.uniform(lo, hi)
+        mujoco.mj_forward(model, data)
+        if data.sensor("self_contact").data[0] >= 4:
+            return data.qpos.copy()
+
+
+def test_contact_sensor_match_overflow_names_contact_sensor_maxmatch(model):
+    """4+ self contacts with room for 2 matches: the message blames contact_sensor_maxmatch,
+    not the contact pool; the default 64 holds them."""
+    qpos = np.tile(self_contact_pose(model), (N, 1))
+    targets = qpos[:, 7:].astype(np.float32)
+    for maxmatch in (2, None):
+        be = MjWarpBackend(model, N, *ids(model), device="cpu", contact_sensor_maxmatch=maxmatch)
+        be.write_state(np.arange(N), qpos, np.zeros((N, model.nv)))
+        if maxmatch is None:
+            be.step(targets)  # no overflow
+        else:
+            with pytest.raises(CapacityOverflowError) as err:
+                be.step(targets)
+            msg = str(err.value)
+            assert "in envs [0, 1, 2, 3]" in msg
+            assert "CONTACT_MATCH: contacts one contact sensor may match per world " in msg
+            assert "(contact_sensor_maxmatch=2; not a contact capacity" in msg
+            assert "raise contact_sensor_maxmatch" in msg and "raise nconmax" not in msg
+        be.close()
+
+
+@pytest.mark.parametrize("library", ["sb3", "rsl_rl"])
+def test_train_cli_refuses_num_threads_with_mjwarp_before_building(tmp_path, capsys, library):
+    from gym_motion.cli import main
+
+    out = tmp_path / "run"
+    argv = ["train", "--backend", "mjwarp", "--num-threads", "2", "--out", str(out)]
+    assert main([*argv, "--library", library]) == 2
+    err = capsys.readouterr().err
+    assert "--num-threads sets the physics threads of --backend mujoco" in err
+    assert "drop --num-threads" in err
+    assert not out.exists()

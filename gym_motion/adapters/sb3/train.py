@@ -493,7 +493,9 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--no-state-estimation", action="store_true", help="154-value policy observation"
     )
-    p.add_argument("--num-threads", type=int, default=None, help="physics threads")
+    p.add_argument(
+        "--num-threads", type=int, default=None, help="physics threads (--backend mujoco)"
+    )
     p.add_argument(
         "--reset-noise-ramp", type=float, default=d.reset_noise_ramp, metavar="F",
         help="ramp the reset noise from none to full over this fraction of --total-steps; "
@@ -536,7 +538,22 @@ def _parse_overrides(items: list[str]) -> dict[str, Any]:
     return out
 
 
+def _check_backend_options(args: argparse.Namespace) -> None:
+    """Refuse a setting of another backend before anything is built or written.
+
+    Raises:
+        ValueError: ``--num-threads`` with ``--backend mjwarp`` (the message says what to do).
+    """
+    if args.backend == "mjwarp" and args.num_threads is not None:
+        raise ValueError(
+            "--num-threads sets the physics threads of --backend mujoco; --backend mjwarp steps "
+            "physics on one Warp device instead (cuda:$LOCAL_RANK under torchrun, else cuda:0; "
+            "CUDA_VISIBLE_DEVICES chooses the GPU): drop --num-threads"
+        )
+
+
 def _run_cli(args: argparse.Namespace) -> int:
+    _check_backend_options(args)
     if getattr(args, "library", "sb3") == "rsl_rl":
         from gym_motion.adapters.rsl_rl.train import run_cli
 
