@@ -35,7 +35,11 @@ def main() -> None:
     args = parser.parse_args()
 
     env = TrackingVecEnv(
-        num_envs=args.num_envs, motion=args.motion or None, autoreset_mode="SameStep", seed=0
+        num_envs=args.num_envs,
+        motion=args.motion or None,
+        autoreset_mode="SameStep",
+        obs_mode="dict",  # the actor reads the policy group, the critic the privileged one
+        seed=0,
     )
     env.reset_noise_scale = 0.0  # first episodes: the curriculum below starts from none
     venv = VecNormalize(SB3VecEnv(env), norm_obs=True, norm_reward=False)
