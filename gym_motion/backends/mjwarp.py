@@ -30,9 +30,11 @@ afterwards (`capture_s` holds the capture times). On CUDA this needs conditional
 (MuJoCo Warp's solver loop is a ``wp.capture_while``; CUDA toolkit and driver 12.4+) and Warp's
 memory pool on the device (``mjw.step`` allocates temporaries inside the capture); without them
 the backend warns once (`MjWarpFallbackWarning`, reason from `graph_capture_blocker`) and
-launches eagerly. On Warp's CPU device the graph is Warp's recorded CPU graph, replayed in C++
-(measured at N=4 on 2 shared cores: 5.6 ms per control step against 38 ms eager); replay gives
-the same bits as eager launches. ``capture=False`` always launches eagerly.
+launches eagerly; so does a capture that fails (warned, with the error). On Warp's CPU device
+the graph is Warp's recorded CPU graph, replayed in C++ (measured at N=4 on 2 shared cores,
+step + `copy_body_state_w`: 5.6-9 ms per control step against 38-86 ms eager, depending on
+the load); replay gives the same bits as eager launches. ``capture=False`` always launches
+eagerly.
 
 Streams. Every launch and copy goes to a stream the backend creates on its CUDA device, and the
 host waits for that stream only (never `wp.synchronize_device`), so work others queue on the same
@@ -823,14 +825,28 @@ class MjWarpBackend:
 
     def _launch(self, name: str, sequence) -> None:
         """Run the launch sequence `sequence` (a callable) under `name`: replay its graph; or
-        capture it on its second run, when capturing; or launch it eagerly."""
+        capture it on its second run, when capturing; or launch it eagerly.
+
+        A capture that fails (nothing of it has run: captured launches run at replay) warns
+        once with the error and turns capturing off; the sequence then runs eagerly."""
         graph = self._graphs.get(name)
         if graph is None and self.capture and name in self._warm:
             t0 = time.perf_counter()
-            with wp.ScopedCapture(device=self.device, stream=self._stream) as capture:
-                sequence()
-            graph = self._graphs[name] = capture.graph
-            self.capture_s[name] = time.perf_counter() - t0
+            try:
+                with wp.ScopedCapture(device=self.device, stream=self._stream) as capture:
+                    sequence()
+            except Exception as exc:  # noqa: BLE001 - Warp and the CUDA driver raise several
+                self.capture, self._graphs = False, {}
+                warnings.warn(
+                    f"MuJoCo Warp on {self.device}: capturing the {name!r} launches failed "
+                    f"({type(exc).__name__}: {exc}); every kernel is launched eagerly from now "
+                    "on (slower)",
+                    MjWarpFallbackWarning,
+                    stacklevel=3,
+                )
+            else:
+                graph = self._graphs[name] = capture.graph
+                self.capture_s[name] = time.perf_counter() - t0
         if graph is not None:
             wp.capture_launch(graph, stream=self._stream)
         else:

@@ -510,3 +510,33 @@ def test_train_cli_refuses_num_threads_with_mjwarp_before_building(tmp_path, cap
     assert "--num-threads sets the physics threads of --backend mujoco" in err
     assert "drop --num-threads" in err
     assert not out.exists()
+
+
+def test_a_failed_capture_warns_and_the_step_runs_eagerly(model, monkeypatch):
+    """A capture that raises (as a CUDA driver may for an unsupported operation) changes
+    nothing on the device: the step runs eagerly, with the eager bits, and capture stays off."""
+
+    class FailingCapture:
+        def __init__(self, **kwargs):
+            pass
+
+        def __enter__(self):
+            raise RuntimeError("operation not permitted when stream is capturing")
+
+        def __exit__(self, *exc):
+            return False
+
+    targets = np.tile(g1.DEFAULT_JOINT_POS, (N, 1)).astype(np.float32)
+    eager = MjWarpBackend(model, N, *ids(model), device="cpu", capture=False)
+    be = MjWarpBackend(model, N, *ids(model), device="cpu")
+    monkeypatch.setattr(wp, "ScopedCapture", FailingCapture)
+    be.step(targets)  # eager: the first step loads the kernels
+    with pytest.warns(MjWarpFallbackWarning, match="capturing the 'step' launches failed"):
+        be.step(targets)
+    be.step(targets)
+    for _ in range(3):
+        eager.step(targets)
+    assert not be.capture and be.capture_s == {}
+    np.testing.assert_array_equal(be._state_np, eager._state_np)
+    be.close()
+    eager.close()

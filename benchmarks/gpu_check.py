@@ -1,0 +1,228 @@
+"""One-shot GPU check of the MuJoCo Warp backend (issue 17): run once where a GPU is at hand.
+
+Measures, on one device, and prints as it goes (and writes ``<out>/gpu_check.json``):
+
+1. the machine: warp-lang and its CUDA toolkit, the driver's CUDA version, the GPU, whether
+   conditional graph nodes and Warp's memory pool are there (`graph_capture_blocker`), and
+   the device ``device=None`` resolves to;
+2. start-up at the largest N, in a fresh process with an empty Warp kernel cache (compile) and
+   again with that cache filled (load): construction, first step (kernels compiled or loaded),
+   second step (the "step" graph captured), the capture times of the "step" and "refresh"
+   graphs (`MjWarpBackend.capture_s`), and ms per control step once replaying;
+3. reproducibility at the largest N: two backends fed the same states and targets for 20 steps,
+   bit-equal or not, with ``deterministic`` off and on, and the steps/s of each;
+4. throughput at each N: ``benchmarks/bench_mjwarp.py`` (backend phases, physics-only limit)
+   and ``gym-motion bench --backend mjwarp`` (the whole env), each in its own process.
+
+Usage (repo root, on the GPU machine)::
+
+    python benchmarks/gpu_check.py --out gpu_check            # cuda:0, N = 4096 8192
+    python benchmarks/gpu_check.py --device cpu --num-envs 4 --steps 5 --warm-only --no-bench
+                                                              # checks the script on a CPU
+
+Nothing here asserts a speed; it reports. The cold-cache start-up needs minutes on a GPU
+machine the first time (MuJoCo Warp's kernels compile for the GPU); ``--warm-only`` skips it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def machine(device: str | None) -> dict:
+    """Facts of Warp, the driver and the device that decide the backend's path."""
+    import warp as wp
+
+    wp.config.quiet = True
+    wp.init()
+    from gym_motion.backends import mjwarp
+
+    info = {
+        "warp": wp.__version__,
+        "cuda_toolkit": wp.get_cuda_toolkit_version(),
+        "cuda_driver": wp.get_cuda_driver_version(),
+        "cuda_devices": wp.get_cuda_device_count(),
+        "cuda_unavailable_reason": mjwarp.cuda_unavailable_reason(),
+        "conditional_graphs": wp.is_conditional_graph_supported(),
+        "LOCAL_RANK": os.environ.get("LOCAL_RANK"),
+    }
+    dev = mjwarp.resolve_device(device)
+    info["device"] = dev
+    info["device_name"] = wp.get_device(dev).name
+    info["graph_capture_blocker"] = mjwarp.graph_capture_blocker(dev)
+    if wp.get_device(dev).is_cuda:
+        info["mempool_enabled"] = wp.is_mempool_enabled(dev)
+    return info
+
+
+def _build(n: int, device: str, **kwargs):
+    """(backend, keyframe qpos (n, nq), qvel (n, nv), targets (n, nu) float32, BodyState)."""
+    import mujoco
+
+    from gym_motion.backends.base import BodyState
+    from gym_motion.backends.mjwarp import MjWarpBackend
+    from gym_motion.robots import g1
+    from gym_motion.robots.spec import body_ids
+
+    model = g1.load_model()
+    data = mujoco.MjData(model)
+    mujoco.mj_resetDataKeyframe(model, data, model.key(g1.KEYFRAME).id)
+    robot = g1.G1
+    be = MjWarpBackend(
+        model, n, body_ids(model, robot.tracked_bodies), robot.joint_ids(model), device=device,
+        **kwargs,
+    )  # fmt: skip
+    qpos, qvel = np.tile(data.qpos, (n, 1)), np.tile(data.qvel, (n, 1))
+    targets = np.tile(data.ctrl, (n, 1)).astype(np.float32)
+    out = BodyState.zeros(n, len(robot.tracked_bodies), len(robot.joint_names))
+    return be, qpos, qvel, targets, out
+
+
+def startup(n: int, device: str, steps: int) -> dict:
+    """Start-up and steady-state times of one backend at N = n (this process's Warp cache)."""
+    import warp as wp
+
+    wp.config.quiet = True
+    t0 = time.perf_counter()
+    be, qpos, qvel, targets, out = _build(n, device)
+    r = {"construct_s": time.perf_counter() - t0}
+    for name in ("first_step_s", "second_step_s"):  # compile or load; capture
+        t0 = time.perf_counter()
+        be.step(targets)
+        be.copy_body_state_w(out)
+        r[name] = time.perf_counter() - t0
+    for _ in range(2):  # the second refresh captures its graph
+        be.write_state(np.arange(n), qpos, qvel)
+        be.copy_body_state_w(out)
+    r["capture_s"] = dict(be.capture_s)
+    r["capture"] = be.capture
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        be.step(targets)
+        be.copy_body_state_w(out)
+    r["ms_per_step"] = 1e3 * (time.perf_counter() - t0) / steps
+    r["env_steps_per_s"] = n * steps / (time.perf_counter() - t0)
+    be.close()
+    return r
+
+
+def reproducibility(n: int, device: str, steps: int, deterministic: bool) -> dict:
+    """Two backends, same perturbed states and targets: max |difference| of body positions and
+    joint velocities after `steps` control steps, and env-steps/s of the first."""
+    rng = np.random.default_rng(0)
+    finals, rate = [], 0.0
+    noise = None
+    for _ in range(2):
+        be, qpos, qvel, targets, out = _build(n, device, deterministic=deterministic)
+        if noise is None:
+            noise = rng.uniform(-0.1, 0.1, (steps, *targets.shape)).astype(np.float32)
+        qpos[:, 2] -= 0.01  # feet in contact from the first substep
+        be.write_state(np.arange(n), qpos, qvel)
+        be.step(targets)  # compile or load, outside the timing
+        be.write_state(np.arange(n), qpos, qvel)
+        t0 = time.perf_counter()
+        for k in range(steps):
+            be.step(targets + noise[k])
+        be.copy_body_state_w(out)
+        rate = rate or n * steps / (time.perf_counter() - t0)
+        finals.append((out.pos_w.copy(), out.joint_vel.copy()))
+        be.close()
+    (p0, v0), (p1, v1) = finals
+    return {
+        "deterministic": deterministic,
+        "bit_equal": bool(np.array_equal(p0, p1) and np.array_equal(v0, v1)),
+        "max_pos_diff_m": float(np.abs(p0 - p1).max()),
+        "max_joint_vel_diff": float(np.abs(v0 - v1).max()),
+        "env_steps_per_s": rate,
+    }
+
+
+def _child(args: argparse.Namespace) -> None:
+    """Run one measurement in this (fresh) process and print its JSON on the last line."""
+    print(json.dumps(startup(max(args.num_envs), args.device, args.steps)), flush=True)
+
+
+def _run_child(args: argparse.Namespace) -> dict:
+    """`startup` at the largest N in a fresh process (same Warp cache as this one)."""
+    cmd = [sys.executable, __file__, "--child", "--device", args.device or "", "--steps",
+           str(args.steps), "--num-envs", str(max(args.num_envs))]  # fmt: skip
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    if proc.returncode != 0:
+        return {"error": proc.stderr[-2000:]}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _run_tool(cmd: list[str], out: Path, name: str) -> None:
+    print(f"\n$ {' '.join(cmd)}", flush=True)
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    text = proc.stdout + proc.stderr
+    (out / f"{name}.txt").write_text(text)
+    print(text.rstrip(), f"\n({time.perf_counter() - t0:.0f} s, exit {proc.returncode})")
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--device", default=None, help="Warp device (default: the backend's)")
+    p.add_argument("--num-envs", type=int, nargs="+", default=[4096, 8192])
+    p.add_argument("--steps", type=int, default=200, help="timed control steps per run")
+    p.add_argument("--out", default="gpu_check", help="folder of the results")
+    p.add_argument("--warm-only", action="store_true", help="skip the empty-cache start-up")
+    p.add_argument("--no-bench", action="store_true", help="skip the throughput tools")
+    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    args.device = args.device or None
+    if args.child:
+        _child(args)
+        return
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    cache = None
+    if not args.warm_only:  # one empty kernel cache for every measurement of this run
+        cache = tempfile.mkdtemp(prefix="warp_cache_")
+        os.environ["WARP_CACHE_PATH"] = cache  # before Warp starts here; children inherit it
+    result: dict = {"machine": machine(args.device)}
+    args.device = result["machine"]["device"]
+    print(json.dumps(result["machine"], indent=1), flush=True)
+
+    def save(key: str, value: dict) -> None:
+        result[key] = value
+        print(f"{key}: {json.dumps(value)}", flush=True)
+        (out / "gpu_check.json").write_text(json.dumps(result, indent=1))
+
+    n = max(args.num_envs)
+    if cache is None:
+        save(f"startup_warm_cache_n{n}", startup(n, args.device, args.steps))
+    else:
+        for run in ("cold", "warm"):  # the cold run compiles into `cache`, the warm one loads
+            save(f"startup_{run}_cache_n{n}", _run_child(args))
+    for det in (False, True):
+        save(f"reproducibility_deterministic_{det}_n{n}", reproducibility(n, args.device, 20, det))
+
+    if not args.no_bench:
+        sizes = [str(k) for k in args.num_envs]
+        dev = ["--device", args.device]
+        _run_tool([sys.executable, "benchmarks/bench_mjwarp.py", "--num-envs", *sizes, *dev,
+                   "--steps", str(args.steps)], out, "bench_mjwarp")  # fmt: skip
+        _run_tool([sys.executable, "-m", "gym_motion.cli", "bench", "--backend", "mjwarp", *dev,
+                   "--num-envs", *sizes, "--steps", str(args.steps), "--json",
+                   str(out / "bench.json")], out, "gym_motion_bench")  # fmt: skip
+    if cache is not None:
+        shutil.rmtree(cache, ignore_errors=True)
+    print(f"\nresults in {out}/")
+
+
+if __name__ == "__main__":
+    main()
