@@ -1,9 +1,27 @@
 """Throughput of `TrackingVecEnv` against the physics-only limit, measured in one run.
 
-``gym-motion bench --num-envs 1024 4096 --steps 200`` steps the env with random actions and
-prints env-steps/s, milliseconds per step phase, the physics-only limit (bare batched stepping of
-the same model, N, threads and substeps, with nothing else) and the peak resident memory.
-``--json out.json`` also writes the figures.
+``gym-motion bench --num-envs 1 64 1024 --steps 200`` steps the env with random actions and
+prints env-steps/s, milliseconds per step phase, the physics-only limit and the peak resident
+memory. ``--json out.json`` also writes the figures.
+
+The physics-only limit (MuJoCo backend) is the time of the env's own physics with nothing else:
+the faster of two bare loops over the env's model, N, physics threads and substeps that replay
+the physics inputs the env produced (each env's qpos, qvel, act, solver warm start and controls
+of every control step, recorded around the env's timed step):
+
+- `BareRollout`: ``mujoco.rollout`` on a persistent thread pool (warm start passed in);
+- `BareBatch`: a ``mujoco.batch.Batch`` rollout, as the env's backend steps (its per-env model
+  fields, i.e. domain randomisation, copied too; bit-identical physics).
+
+Replaying the env's own states makes the bare loops simulate the same contacts and solver
+iterations (`BareBatch` reproduces the env's next states bit for bit), which a held pose does
+not: random actions and resets change the cost of a step. Machine load moves every figure, so
+each env step is followed at once by the replays of its physics (only the physics calls are
+timed, the recording and the state writes are not), both sides see the same load, and over
+`repeats` windows of steps each side reports its fastest window: the env's figures (step
+time, phases, non-physics share) come from its fastest window, the limit from the fastest
+window of either loop. The ratio env / limit is then at most about 1; its value in each window
+is printed, to show how much it moves.
 """
 
 from __future__ import annotations
@@ -16,8 +34,18 @@ import time
 from typing import Any
 
 import mujoco
+import mujoco.batch
 import mujoco.rollout
 import numpy as np
+
+REPEATS = 10  # windows of env steps (each paired with its bare replays) per N
+RESET_EVERY = 50  # control steps between re-initialisations of `physics_only_steps_per_s`
+_FULLPHYSICS = int(mujoco.mjtState.mjSTATE_FULLPHYSICS)
+_WARMSTART = int(mujoco.mjtState.mjSTATE_WARMSTART)
+_CTRL = int(mujoco.mjtState.mjSTATE_CTRL)
+_INTEGRATION = int(mujoco.mjtState.mjSTATE_INTEGRATION)
+# what a control step's physics depends on (the rest of a state row is unused by the env)
+_INPUTS = _FULLPHYSICS | _WARMSTART | _CTRL
 
 
 def peak_rss_mb() -> float:
@@ -26,20 +54,186 @@ def peak_rss_mb() -> float:
     return peak / 1024.0 / (1024.0 if sys.platform == "darwin" else 1.0)
 
 
+def state_columns(model: mujoco.MjModel, spec: int, within: int) -> np.ndarray:
+    """Column indices (K,) int64 of the components of state `spec` in a row of state `within`
+    (`mujoco.mjtState` bit sets; rows list components in bit order, as ``mj_getState``)."""
+    cols, offset = [], 0
+    for bit in (1 << i for i in range(int(mujoco.mjtState.mjNSTATE))):
+        if not within & bit:
+            continue
+        size = mujoco.mj_stateSize(model, bit)
+        if spec & bit:
+            cols.append(np.arange(offset, offset + size))
+        offset += size
+    return np.concatenate(cols).astype(np.int64)
+
+
+class PhysicsInputs:
+    """The physics inputs of one control step of a `MujocoBackend`, for replay.
+
+    `record` copies, before the step, every env's state-row components that its physics depends
+    on (`_INPUTS`: time, qpos, qvel, act, history, plugin state, warm start; `row`, (N, K)
+    float64), and `record_controls`, after it, the controls the step applied.
+    """
+
+    def __init__(self, backend):
+        # the backend's mujoco.batch.Batch (the bench measures the backend, so it reads it)
+        self.batch = backend._batch
+        self.model = backend.model
+        self.decimation = backend.decimation
+        self.num_envs = backend.num_envs
+        self.num_threads = backend.num_threads
+        self.columns = state_columns(self.model, _INPUTS, _INTEGRATION)
+        self.row = np.zeros((self.num_envs, self.columns.size))
+        self._ctrl = state_columns(self.model, _CTRL, _INPUTS)  # within `row`
+
+    def record(self) -> None:
+        """Before a control step: copy its inputs (the controls come with `record_controls`)."""
+        np.take(self.batch.state, self.columns, axis=1, out=self.row)
+
+    def record_controls(self) -> None:
+        """After the control step: the controls it applied (the backend writes them in its
+        step)."""
+        self.row[:, self._ctrl] = self.batch.state[:, self.columns[self._ctrl]]
+
+    def model_fields(self) -> dict[str, np.ndarray]:
+        """Per-env model fields of the backend (field -> live (N, ...) table), e.g. friction."""
+        tables = {name: self.batch.expanded(name) for name in mujoco.batch.MODEL_FIELDS}
+        return {name: table for name, table in tables.items() if table is not None}
+
+
+class BareBatch:
+    """Bare ``mujoco.batch.Batch`` rollout of N envs on the same threads as `MujocoBackend`,
+    replaying the recorded `PhysicsInputs`: the recorded rows are written to the state
+    (untimed), then one ``rollout(decimation)`` call recording the sensors after every substep
+    (timed). The backend's per-env model fields are copied once."""
+
+    name = "batch"
+
+    def __init__(self, inputs: PhysicsInputs):
+        self._inputs = inputs
+        self._batch = mujoco.batch.Batch(inputs.model, inputs.num_envs, inputs.num_threads)
+        for name, table in inputs.model_fields().items():
+            self._batch.expand(name)[...] = table
+        n, dec, nsens = inputs.num_envs, inputs.decimation, inputs.model.nsensordata
+        self._record = {"sensordata": np.zeros((n, dec, nsens))}
+
+    def run(self) -> float:
+        """Replay the recorded control step; returns the wall time of its physics call, s."""
+        self._batch.state[:, self._inputs.columns] = self._inputs.row
+        t0 = time.perf_counter()
+        try:
+            self._batch.rollout(self._inputs.decimation, record=("sensordata",), out=self._record)
+        except mujoco.batch.SimulationError:  # as in the backend: those rows stop
+            pass
+        return time.perf_counter() - t0
+
+    def close(self) -> None:
+        self._batch = None
+
+
+class BareRollout:
+    """Bare ``mujoco.rollout`` of N envs on a persistent pool of the backend's threads,
+    replaying the recorded `PhysicsInputs`: initial states, warm starts and controls are taken
+    from the record (untimed), then one rollout of `decimation` substeps recording the state and
+    sensors (timed). Per-env model fields are not copied (one model for all)."""
+
+    name = "rollout"
+
+    def __init__(self, inputs: PhysicsInputs):
+        self._inputs = inputs
+        m, n, dec = inputs.model, inputs.num_envs, inputs.decimation
+        self._full = state_columns(m, _FULLPHYSICS, _INPUTS)  # columns within a record
+        self._warm = state_columns(m, _WARMSTART, _INPUTS)
+        self._ctrl = state_columns(m, _CTRL, _INPUTS)
+        self._models = [m] * n
+        self._datas = [mujoco.MjData(m) for _ in range(max(1, inputs.num_threads))]
+        self._state = np.empty((n, self._full.size))
+        self._warmstart = np.empty((n, self._warm.size))
+        self._control = np.empty((n, dec, self._ctrl.size))
+        self._out = np.empty((n, dec, self._full.size))
+        self._sens = np.empty((n, dec, m.nsensordata))
+        threads = inputs.num_threads
+        self._pool = mujoco.rollout.Rollout(nthread=threads if threads > 1 else 0)
+
+    def run(self) -> float:
+        """Replay the recorded control step; returns the wall time of its physics call, s."""
+        row = self._inputs.row
+        np.take(row, self._full, axis=1, out=self._state)
+        np.take(row, self._warm, axis=1, out=self._warmstart)
+        self._control[...] = row[:, None, self._ctrl]
+        t0 = time.perf_counter()
+        self._pool.rollout(
+            self._models, self._datas, self._state, self._control, control_spec=_CTRL,
+            skip_checks=True, nstep=self._inputs.decimation, initial_warmstart=self._warmstart,
+            state=self._out, sensordata=self._sens,
+        )  # fmt: skip
+        return time.perf_counter() - t0
+
+    def close(self) -> None:
+        self._pool.close()
+
+
+class BareWarp:
+    """Bare ``mujoco_warp.step`` x decimation on an `MjWarpBackend`'s own model and data (a
+    CUDA graph on GPU), `steps` control steps per `run`, nothing else; it advances the
+    backend's state."""
+
+    name = "mjwarp"
+
+    def __init__(self, backend, steps: int):
+        import mujoco_warp as mjw
+        import warp as wp
+
+        self._wp, self._dev, self._steps = wp, backend.device, steps
+        m, d = backend._m, backend._d
+
+        def physics() -> None:
+            for _ in range(backend.decimation):
+                mjw.step(m, d)
+
+        self._physics, self._graph = physics, None
+        with wp.ScopedDevice(self._dev):
+            physics()
+            if wp.get_device(self._dev).is_cuda:
+                with wp.ScopedCapture() as capture:
+                    physics()
+                self._graph = capture.graph
+            wp.synchronize_device(self._dev)
+
+    def run(self) -> float:
+        """Advance `steps` control steps (device synchronised); returns the wall time, s."""
+        wp = self._wp
+        with wp.ScopedDevice(self._dev):
+            wp.synchronize_device(self._dev)
+            t0 = time.perf_counter()
+            for _ in range(self._steps):
+                if self._graph is not None:
+                    wp.capture_launch(self._graph)
+                else:
+                    self._physics()
+            wp.synchronize_device(self._dev)
+            return time.perf_counter() - t0
+
+    def close(self) -> None:
+        self._graph = None
+
+
 def physics_only_steps_per_s(
     model: mujoco.MjModel,
     num_envs: int,
     decimation: int,
     num_threads: int,
     seconds: float,
-    reset_every: int = 50,
+    reset_every: int = RESET_EVERY,
 ) -> float:
-    """Env-steps/s of bare batched MuJoCo stepping: N x `decimation` substeps per env step.
-
-    `mujoco.rollout` with a persistent pool of `num_threads` threads, state carried across
-    calls, holding the keyframe "default" targets. The G1 falls within about a second when it
-    only holds its default pose, and a lying robot is cheaper to simulate than a falling one,
-    so every env is re-initialised to the keyframe every `reset_every` steps, as resets do.
+    """Env-steps/s of bare ``mujoco.rollout`` holding the keyframe "default" targets, for
+    `seconds`: N x `decimation` substeps per env step on a persistent pool of `num_threads`
+    threads, state carried across calls (without the solver's warm start), every env
+    re-initialised to the keyframe every `reset_every` steps (the G1 falls within about a
+    second when it only holds its default pose, and a lying robot is cheaper to simulate).
+    A model-only reference (``benchmarks/physics_limit.py``); `bench_env` replays the env's
+    own states instead.
 
     Returns:
         num_envs * steps / elapsed seconds.
@@ -57,12 +251,11 @@ def physics_only_steps_per_s(
     ctrl = np.ascontiguousarray(np.broadcast_to(data.ctrl, (num_envs, decimation, model.nu)))
     models = [model] * num_envs
     datas = [mujoco.MjData(model) for _ in range(max(1, num_threads))]
-    ctrl_spec = int(mujoco.mjtState.mjSTATE_CTRL)
     with mujoco.rollout.Rollout(nthread=num_threads if num_threads > 1 else 0) as pool:
 
         def step() -> None:
             pool.rollout(
-                models, datas, state, ctrl, control_spec=ctrl_spec, skip_checks=True,
+                models, datas, state, ctrl, control_spec=_CTRL, skip_checks=True,
                 nstep=decimation, state=out, sensordata=sens,
             )  # fmt: skip
             state[:] = out[:, -1]
@@ -81,33 +274,11 @@ def physics_only_steps_per_s(
 
 
 def mjwarp_physics_only_steps_per_s(backend, steps: int) -> float:
-    """Env-steps/s of bare ``mujoco_warp.step`` x decimation on an `MjWarpBackend`'s model and
-    data (a CUDA graph on GPU), nothing else; the backend's state is advanced."""
-    import mujoco_warp as mjw
-    import warp as wp
-
-    m, d, dev = backend._m, backend._d, backend.device
-
-    def physics() -> None:
-        for _ in range(backend.decimation):
-            mjw.step(m, d)
-
-    with wp.ScopedDevice(dev):
-        physics()
-        graph = None
-        if wp.get_device(dev).is_cuda:
-            with wp.ScopedCapture() as capture:
-                physics()
-            graph = capture.graph
-        wp.synchronize_device(dev)
-        t0 = time.perf_counter()
-        for _ in range(steps):
-            if graph is not None:
-                wp.capture_launch(graph)
-            else:
-                physics()
-        wp.synchronize_device(dev)
-        return backend.num_envs * steps / (time.perf_counter() - t0)
+    """Env-steps/s of `BareWarp` over `steps` control steps (the backend's state advances)."""
+    loop = BareWarp(backend, steps)
+    elapsed = loop.run()
+    loop.close()
+    return backend.num_envs * steps / elapsed
 
 
 def bench_env(
@@ -117,58 +288,126 @@ def bench_env(
     backend_kwargs: dict[str, Any] | None = None,
     seed: int = 0,
     action_std: float = 0.5,
+    repeats: int = REPEATS,
 ) -> dict[str, Any]:
-    """Step a `TrackingVecEnv` `steps` times with Gaussian random actions; time its phases.
+    """Step a `TrackingVecEnv` with Gaussian random actions in `repeats` windows of
+    ``ceil(steps / repeats)`` control steps, against the bare physics of the same steps.
 
-    Returns a dict with ``env_steps_per_s``, ``physics_limit_env_steps_per_s`` (measured
-    right after on the same model and N: `physics_only_steps_per_s` for "mujoco" with the
-    backend's threads, `mjwarp_physics_only_steps_per_s` for "mjwarp"), ``phases_ms`` (ms per
-    step), ``non_physics_fraction``, ``peak_rss_mb``, ``num_envs``, ``threads``; for "mjwarp"
-    also ``backend_phases_ms`` (control upload, physics, gather + host copy), measured in a
-    second pass with device synchronisations between them.
+    "mujoco": every env step is timed on its own and followed at once by the timed replays of
+    its physics by `BareRollout` and `BareBatch` (the env's model, N, physics threads and
+    substeps; they take turns going first), so both sides see the same load. "mjwarp": each env
+    window is followed by a window of as many `BareWarp` steps.
+
+    Returns a dict with ``env_steps_per_s`` (fastest env window), ``phases_ms`` (ms per step in
+    that window), ``step_ms``, ``non_physics_fraction`` (1 - physics phase / step),
+    ``physics_limit_env_steps_per_s`` (fastest window of any bare loop; per loop in
+    ``physics_limit_<name>_env_steps_per_s``, the winner in ``physics_limit_method``),
+    ``ratio_to_limit`` (env / limit), ``ratio_to_limit_per_repeat`` (each env window against
+    the faster bare loop on its steps), ``step_over_physics`` (step time / bare physics time of
+    a control step, 1 / ratio), ``peak_rss_mb`` (the env's, after warm-up, before the bare
+    loops exist), ``num_envs``, ``threads``, ``steps`` (all windows), ``repeats``,
+    ``steps_per_repeat``; for "mjwarp" also ``backend_phases_ms`` (control upload, physics,
+    gather + host copy), measured in a further pass with device synchronisations between them.
+
+    Raises:
+        ValueError: steps or repeats < 1, or an unknown backend (from the env).
     """
     from gym_motion.envs import TrackingVecEnv
 
+    if steps < 1 or repeats < 1:
+        raise ValueError(f"steps and repeats must be >= 1, got {steps} and {repeats}")
+    per = -(-steps // repeats)
     env = TrackingVecEnv(num_envs, backend=backend, seed=seed, backend_kwargs=backend_kwargs)
     rng = np.random.default_rng(seed)
     actions = rng.normal(0.0, action_std, size=(8, num_envs, 29)).astype(np.float32)
     env.reset(seed=seed)
     for k in range(3):  # warm-up: compile, caches
         env.step(actions[k])
-    for key in env.phase_s:
-        env.phase_s[key] = 0.0
-    t0 = time.perf_counter()
-    for k in range(steps):
-        env.step(actions[k % len(actions)])
-    elapsed = time.perf_counter() - t0
-    phases_ms = {k: 1e3 * v / steps for k, v in env.phase_s.items()}
+    rss = peak_rss_mb()
     threads = getattr(env.backend, "num_threads", None)
+    paired = backend == "mujoco"
+    if paired:
+        inputs = PhysicsInputs(env.backend)
+        loops = [BareRollout(inputs), BareBatch(inputs)]
+    else:
+        loops = [BareWarp(env.backend, per)]
+    env_s: list[float] = []
+    bare_s: dict[str, list[float]] = {loop.name: [] for loop in loops}
+    phases_ms: dict[str, float] = {}
+    count = 0
+    for _ in range(repeats):
+        for key in env.phase_s:
+            env.phase_s[key] = 0.0
+        elapsed = 0.0
+        bare = dict.fromkeys(bare_s, 0.0)
+        for _ in range(per):
+            if paired:
+                inputs.record()
+            t0 = time.perf_counter()
+            env.step(actions[count % len(actions)])
+            elapsed += time.perf_counter() - t0
+            if paired:
+                inputs.record_controls()
+                for loop in loops[count % 2 :] + loops[: count % 2]:
+                    bare[loop.name] += loop.run()
+            count += 1
+        if not paired:
+            bare = {loop.name: loop.run() for loop in loops}
+        env_s.append(elapsed)
+        for name, t in bare.items():
+            bare_s[name].append(t)
+        if elapsed == min(env_s):
+            phases_ms = {k: 1e3 * v / per for k, v in env.phase_s.items()}
+    result = _summary(num_envs, backend, threads, per, repeats, env_s, phases_ms, bare_s)
+    if backend == "mjwarp":
+        be = env.backend
+        be.profile = True
+        for k in range(per):
+            env.step(actions[k % len(actions)])
+        result["backend_phases_ms"] = {k: 1e3 * v / per for k, v in be.phase_times.items()}
+        be.profile = False
+    for loop in loops:
+        loop.close()
+    env.close()
+    result["peak_rss_mb"] = rss
+    return result
+
+
+def _summary(
+    num_envs: int,
+    backend: str,
+    threads: int | None,
+    per: int,
+    repeats: int,
+    env_s: list[float],
+    phases_ms: dict[str, float],
+    bare_s: dict[str, list[float]],
+) -> dict[str, Any]:
+    """The result dict of `bench_env` from the window times, s."""
+    step_s = min(env_s)
+    sps = {name: num_envs * per / min(times) for name, times in bare_s.items()}
+    method = max(sps, key=sps.__getitem__)
+    limit = sps[method]
+    env_sps = num_envs * per / step_s
+    per_repeat = [min(times[r] for times in bare_s.values()) / env_s[r] for r in range(len(env_s))]
     result: dict[str, Any] = {
         "num_envs": num_envs,
         "backend": backend,
         "threads": threads,
-        "steps": steps,
-        "env_steps_per_s": num_envs * steps / elapsed,
+        "steps": per * repeats,
+        "repeats": repeats,
+        "steps_per_repeat": per,
+        "env_steps_per_s": env_sps,
         "phases_ms": phases_ms,
-        "step_ms": 1e3 * elapsed / steps,
-        "non_physics_fraction": 1.0 - phases_ms["physics"] / (1e3 * elapsed / steps),
+        "step_ms": 1e3 * step_s / per,
+        "non_physics_fraction": 1.0 - phases_ms["physics"] / (1e3 * step_s / per),
+        "physics_limit_env_steps_per_s": limit,
+        "physics_limit_method": method,
+        **{f"physics_limit_{name}_env_steps_per_s": v for name, v in sps.items()},
+        "ratio_to_limit": env_sps / limit,
+        "ratio_to_limit_per_repeat": per_repeat,
+        "step_over_physics": limit / env_sps,
     }
-    if backend == "mujoco":
-        model, decimation = env.backend.model, env.cfg.sim.decimation
-        env.close()
-        limit = physics_only_steps_per_s(model, num_envs, decimation, threads, elapsed)
-    else:
-        be = env.backend
-        be.profile = True
-        for k in range(steps):
-            env.step(actions[k % len(actions)])
-        result["backend_phases_ms"] = {k: 1e3 * v / steps for k, v in be.phase_times.items()}
-        be.profile = False
-        limit = mjwarp_physics_only_steps_per_s(be, steps)
-        env.close()
-    result["physics_limit_env_steps_per_s"] = limit
-    result["ratio_to_limit"] = result["env_steps_per_s"] / limit
-    result["peak_rss_mb"] = peak_rss_mb()
     return result
 
 
@@ -185,6 +424,18 @@ def format_result(r: dict[str, Any]) -> str:
         + ", ".join(f"{k} {v:.3f}" for k, v in r["phases_ms"].items())
         + f" | total {r['step_ms']:.3f}",
     ]
+    if "physics_limit_method" in r:
+        bare = ", ".join(
+            f"{name} {r[f'physics_limit_{name}_env_steps_per_s']:.0f}"
+            for name in (BareRollout.name, BareBatch.name, BareWarp.name)
+            if f"physics_limit_{name}_env_steps_per_s" in r
+        )
+        lines.append(
+            f"  limit: {bare} env-steps/s (best of {r['repeats']} alternating windows of "
+            f"{r['steps_per_repeat']} steps) | step = {r['step_over_physics']:.2f} x bare "
+            f"physics | ratio per window "
+            + " ".join(f"{x:.3f}" for x in r["ratio_to_limit_per_repeat"])
+        )
     if "backend_phases_ms" in r:
         lines.append(
             "  backend ms/step: "
@@ -199,11 +450,12 @@ def run(
     backend: str,
     json_path: str | None,
     backend_kwargs: dict[str, Any] | None = None,
+    repeats: int = REPEATS,
 ) -> list[dict[str, Any]]:
     """Benchmark each N, print the results, optionally write them as JSON (atomically)."""
     results = []
     for n in num_envs:
-        r = bench_env(n, steps, backend=backend, backend_kwargs=backend_kwargs)
+        r = bench_env(n, steps, backend=backend, backend_kwargs=backend_kwargs, repeats=repeats)
         print(format_result(r), flush=True)
         results.append(r)
     if json_path:

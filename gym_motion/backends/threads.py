@@ -12,6 +12,17 @@ that block has CPUs (oversubscription cost the seed project 2.5x).
   ``NUMBA_NUM_THREADS`` (their choice wins; so does ``NUMBA_THREADING_LAYER``, untouched here).
   ``numba.set_num_threads`` is per calling thread: the thread that builds the backend should be
   the one that steps the env.
+- Numba's pool is sized to the batch for each env call (`NumbaThreads`, around every ``step``
+  and ``reset`` of the env): one thread per `MIN_ROWS_PER_NUMBA_THREAD` rows, so small batches
+  run every kernel on the calling thread. A parallel launch wakes the pool's workers: ~2 us when
+  they spin, ~70 us when they sleep, and up to whole scheduler time slices when other processes
+  hold the CPUs (measured 0.2-0.7 ms a launch on a loaded 2-core machine, against 1.4-2.5 us on
+  one thread), while a step's ~35 kernels do ~3-6 us of work per row in all. With the OpenMP
+  (Numba's default where libgomp exists) and TBB layers a pool sized to one thread runs in the
+  caller and wakes no one; the ``workqueue`` layer still hands the work to a worker (75 us a
+  call either way), so there the saving needs ``NUMBA_THREADING_LAYER=omp`` (or tbb). The
+  compiled kernels are the same at any thread count and each kernel writes every row on its
+  own, so results are bit-identical across pool sizes.
 """
 
 from __future__ import annotations
@@ -22,14 +33,24 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numba
+
 __all__ = [
+    "MIN_ROWS_PER_NUMBA_THREAD",
+    "NumbaThreads",
     "ThreadBudget",
     "available_cpus",
     "resolve_thread_budget",
     "apply_numba_threads",
+    "numba_threads_for",
     "thread_ids",
     "pin_threads",
 ]
+
+# Rows each Numba thread must get before the pool grows: a kernel's share of them (~0.1-0.2 us
+# of work per row and kernel) then outweighs a sleeping worker's wake-up (~70 us). One thread
+# below 1024 rows; N = 1024 keeps the 2 threads it had on 2 CPUs, N = 4096 gets up to 8.
+MIN_ROWS_PER_NUMBA_THREAD = 512
 
 
 @dataclass(frozen=True)
@@ -115,8 +136,6 @@ def apply_numba_threads(budget: ThreadBudget) -> None:
     """Size Numba's pool (for the calling thread) to the budget, unless the user set it."""
     if budget.numba_threads is None:
         return
-    import numba
-
     numba.set_num_threads(max(1, min(budget.numba_threads, numba.config.NUMBA_NUM_THREADS)))
 
 
@@ -135,3 +154,50 @@ def pin_threads(tids: set[int] | Sequence[int], cpus: Sequence[int]) -> None:
             os.sched_setaffinity(tid, cpus)
         except (ProcessLookupError, PermissionError):  # the thread ended meanwhile
             pass
+
+
+def numba_threads_for(num_rows: int, pool: int, min_rows: int = MIN_ROWS_PER_NUMBA_THREAD) -> int:
+    """Numba threads worth using for kernels over `num_rows` rows with a pool of `pool`:
+    ``clamp(num_rows // min_rows, 1, pool)``, i.e. 1 below ``2 * min_rows`` rows."""
+    return max(1, min(int(pool), int(num_rows) // int(min_rows)))
+
+
+class NumbaThreads:
+    """Context manager: Numba kernels of the calling thread use `threads` threads inside it.
+
+    ``NumbaThreads.for_rows(n)`` sizes it to a batch of `n` rows with the calling thread's
+    current pool (`numba.get_num_threads`, i.e. the `ThreadBudget` or the user's
+    ``NUMBA_NUM_THREADS``) as the ceiling. Entering sets the thread-local count (only when it
+    differs) and exiting restores the previous one, also on an exception; nesting is allowed.
+    Entering costs ~2-5 us (Numba's thread-local get and set).
+
+    Example:
+        >>> with NumbaThreads(1):  # doctest: +SKIP
+        ...     kernel(rows, out)  # runs on the calling thread, wakes no worker (omp, tbb)
+    """
+
+    __slots__ = ("threads", "_previous")
+
+    def __init__(self, threads: int):
+        if threads < 1:
+            raise ValueError(f"threads must be >= 1, got {threads}")
+        self.threads = int(threads)
+        self._previous: list[int] = []
+
+    @classmethod
+    def for_rows(cls, num_rows: int) -> NumbaThreads:
+        """Sized by `numba_threads_for` from the calling thread's current Numba pool."""
+        return cls(numba_threads_for(num_rows, numba.get_num_threads()))
+
+    def __enter__(self) -> NumbaThreads:
+        previous = numba.get_num_threads()
+        self._previous.append(previous)
+        threads = min(self.threads, numba.config.NUMBA_NUM_THREADS)
+        if threads != previous:
+            numba.set_num_threads(threads)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        previous = self._previous.pop()
+        if previous != min(self.threads, numba.config.NUMBA_NUM_THREADS):
+            numba.set_num_threads(previous)

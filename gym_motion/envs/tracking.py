@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Sequence
 from dataclasses import replace
@@ -15,6 +16,7 @@ from gymnasium.error import ResetNeeded
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from gym_motion.backends import make_backend
+from gym_motion.backends.threads import NumbaThreads
 from gym_motion.envs import info as infos
 from gym_motion.envs.config import TrackingEnvCfg
 from gym_motion.envs.fork import choose_async_start_method
@@ -35,6 +37,18 @@ from gym_motion.robots.spec import body_ids
 # and yaw (+/- 0.745 rad around the default pose, of +/- 1.61 rad).
 ACTION_BOUND = 10.0
 PHASES = ("action", "physics", "copy", "command", "termination", "reward", "reset", "observation")
+
+
+def _on_batch_threads(method):
+    """Run an env method with Numba's pool sized to the env's batch (``env._numba_threads``,
+    a `NumbaThreads`): one thread below 1024 rows, so small batches wake no worker."""
+
+    @functools.wraps(method)
+    def sized(self, *args, **kwargs):
+        with self._numba_threads:
+            return method(self, *args, **kwargs)
+
+    return sized
 
 
 def spec_with_time_limit(spec: EnvSpec | None, max_episode_steps: int) -> EnvSpec | None:
@@ -204,6 +218,8 @@ class TrackingVecEnv(VectorEnv):
         self.time_limit_offset = np.zeros(n, np.int32)
         # rows that ended and must restart: NEXT_STEP does it next step, DISABLED refuses to step
         self._needs_reset = np.zeros(n, bool)
+        # after make_backend, which sized this thread's Numba pool (the ceiling) to the budget
+        self._numba_threads = NumbaThreads.for_rows(n)
         self.nonfinite_count = 0
         self._was_reset = False
         # Wall time per step phase, s, summed since construction (read by `gym-motion bench`).
@@ -221,6 +237,7 @@ class TrackingVecEnv(VectorEnv):
         choose_async_start_method()
 
     # ------------------------------------------------------------------ API
+    @_on_batch_threads
     def reset(
         self, *, seed: int | Sequence[int] | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
@@ -256,6 +273,7 @@ class TrackingVecEnv(VectorEnv):
         self._was_reset = True
         return self._observation(), {}
 
+    @_on_batch_threads
     def step(self, actions: np.ndarray):
         """Step every env one control step; see the class docstring for the order and info.
 
