@@ -58,7 +58,7 @@ terminates the affected rows like a non-finite state (``on_overflow="terminate"`
 world, since the pool is shared.
 
 Reproducibility. Contacts and constraint rows are found with atomics, so on a GPU their order,
-and float sums over them, can change from run to run: equal seeds do not give equal bits.
+and float sums over them, can change from run to run: equal seeds need not give equal bits.
 ``deterministic=True`` turns on MuJoCo Warp's deterministic mode (``DeterminismType.ALL``:
 sorted contacts, canonical constraint rows, order-invariant atomic sums), at a cost in speed.
 Warp's CPU device runs each launch serially, so CPU runs repeat either way.
@@ -72,7 +72,7 @@ Warp's kernel cache (``~/.cache/warp`` or ``WARP_CACHE_PATH``) keeps compiled ke
 processes: the first process on a machine compiles MuJoCo Warp's kernels (measured on the CPU
 device, 2 shared cores: 9 s at construction + 34 s at the first step), later processes load them
 in about 1-2 s. CUDA compile and capture times are not measured yet
-(``benchmarks/gpu_check.sh`` measures them).
+(``benchmarks/gpu_check.py`` measures them).
 """
 
 from __future__ import annotations
