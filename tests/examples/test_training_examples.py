@@ -87,3 +87,13 @@ def test_sb3_example(tmp_path):
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     check_tracking(scalars(tmp_path), "sb3")
+
+
+def test_torchrl_example(tmp_path):
+    pytest.importorskip("torchrl")
+    history = load("train_torchrl_ppo").main(
+        ["--num-envs", "32", "--total-steps", "3072", "--hidden", "64", "64",
+         "--out", str(tmp_path)]
+    )  # fmt: skip
+    check_tracking(scalars(tmp_path), "torchrl")
+    assert len(history) == 4 and "loss/objective" in history[0]

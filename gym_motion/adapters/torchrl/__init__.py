@@ -1,0 +1,36 @@
+"""TorchRL adapter: the env's info keys in the form TorchRL's gym wrapper reads them.
+
+- `info`: `tracking_info_reader` (an info-dict reader with specs for the per-step reward terms
+  and every ``final/*`` episode result, present in each step's tensordict, zeros where no
+  episode ended) and `tracking_means` (`TrackingStats` means of a collected batch).
+
+TorchRL refuses NEXT_STEP; wrap the env in DISABLED autoreset mode (its preferred one: TorchRL
+resets ended envs itself, through ``reset(options={"reset_mask": ...})``). Install with
+``pip install -e ".[torchrl]"``. The names below are imported on first use::
+
+    from gym_motion.adapters.torchrl import tracking_info_reader, tracking_means
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gym_motion.adapters.torchrl.info import tracking_info_reader, tracking_means
+
+_SOURCES = {"tracking_info_reader": "info", "tracking_means": "info"}
+
+__all__ = ["tracking_info_reader", "tracking_means"]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _SOURCES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_SOURCES[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_SOURCES))
