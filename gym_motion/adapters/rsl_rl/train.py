@@ -18,6 +18,9 @@ PPO settings: `gym_motion.adapters.rsl_rl.config.PPO_DEFAULTS` (BeyondMimic's rs
 changed with ``--ppo KEY=VALUE``. The env's reset noise ramps from none to the task's over the
 first ``--reset-noise-ramp`` of the steps, as in the SB3 runs (rsl_rl itself has no such ramp).
 
+Under ``torchrun``, ``--distributed`` makes each process one rank of a data-parallel run
+(`gym_motion.adapters.rsl_rl.distributed`; docs/scaling.md).
+
 The learning loop is rsl_rl's own ``OnPolicyRunner.learn``; after each iteration is logged
 (`_AfterIteration`, around the runner's logger), this module records the curves, sets the
 reset-noise scale, runs the periodic evaluation and stops learning at the wall-clock budget.
@@ -69,6 +72,8 @@ class TrainConfig:
         eval_every_steps: deterministic evaluation from the clip start every this many env
             steps and at the end (0: off).
         ppo: keys of `PPO_DEFAULTS` to change.
+        distributed: one rank of a ``torchrun`` run: device ``cuda:LOCAL_RANK``, seed + rank,
+            the rank's block of CPU cores, rank 0 alone writes and evaluates (`train`).
     """
 
     motion: list[str] = field(default_factory=list)
@@ -87,6 +92,7 @@ class TrainConfig:
     eval_every_steps: int = 500_000
     ppo: dict[str, Any] = field(default_factory=dict)
     backend_kwargs: dict[str, Any] = field(default_factory=dict)
+    distributed: bool = False
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.reset_noise_ramp <= 1.0:
@@ -173,10 +179,13 @@ class _StopLearning(Exception):
 
 
 class _AfterIteration:
-    """Wraps ``runner.logger.log`` (rsl_rl calls it once per iteration, after the update):
-    after rsl_rl has logged iteration ``it``, record the tracking statistics of the iteration
-    (``history``, for the curves), set the reset-noise scale for the next one, run the periodic
-    evaluation (``evals``) and raise `_StopLearning` past the wall-clock budget."""
+    """Wraps ``runner.logger.log`` (rsl_rl calls it once per iteration, after the update, on
+    every rank; it writes only on rank 0): after rsl_rl has logged iteration ``it``, record the
+    tracking statistics of the iteration (``history``, for the curves), set the reset-noise
+    scale for the next one, run the periodic evaluation (``evals``; rank 0) and raise
+    `_StopLearning` past the wall-clock budget (on all ranks together: the slowest decides).
+
+    ``steps`` counts env steps over all ranks (each rank steps ``world_size``-th of them)."""
 
     def __init__(
         self,
@@ -185,11 +194,13 @@ class _AfterIteration:
         config: TrainConfig,
         evaluate: Callable[[], dict[str, Any]] | None,
         seconds: float | None,
+        world_size: int = 1,
     ):
         self.runner, self.env, self.config = runner, env, config
         self._log = runner.logger.log
         self._evaluate = evaluate
         self.seconds = seconds
+        self.world_size = world_size
         self.t0 = time.perf_counter()
         self.history: list[dict[str, float]] = []
         self.evals: list[dict[str, float]] = []
@@ -197,6 +208,11 @@ class _AfterIteration:
         self.scale = _noise_scale(0.0, config.reset_noise_ramp)
         self._next_eval = config.eval_every_steps or math.inf
         runner.logger.log = self
+
+    @property
+    def steps(self) -> int:
+        """Env steps so far, summed over envs and ranks."""
+        return self.env.steps * self.world_size
 
     def __call__(self, **kwargs: Any) -> None:
         self._log(**kwargs)
@@ -207,20 +223,31 @@ class _AfterIteration:
             values[f"sampling/{key}"] = value
         collect = kwargs.get("collect_time") or 0.0
         if collect > 0:
-            values["time/env_steps_per_s"] = env.num_envs * self._steps_per_env() / collect
-        self.history.append({"timesteps": float(env.steps), **values})
-        self.scale = _noise_scale(env.steps / max(1, self.config.total_steps),
+            per_rank = env.num_envs * int(self.runner.cfg["num_steps_per_env"]) / collect
+            values["time/env_steps_per_s"] = per_rank * self.world_size
+        self.history.append({"timesteps": float(self.steps), **values})
+        self.scale = _noise_scale(self.steps / max(1, self.config.total_steps),
                                   self.config.reset_noise_ramp)  # fmt: skip
         env.unwrapped.reset_noise_scale = self.scale
         if writer is not None:
             writer.add_scalar("curriculum/reset_noise_scale", self.scale, it)
-        if self._evaluate is not None and env.steps >= self._next_eval:
+        if self._evaluate is not None and self.steps >= self._next_eval:
             self.run_eval(it)
-            while self._next_eval <= env.steps:
+            while self._next_eval <= self.steps:
                 self._next_eval += self.config.eval_every_steps
-        if self.seconds is not None and time.perf_counter() - self.t0 > self.seconds:
+        if self._over_budget():
             self.hit_budget = True
             raise _StopLearning
+
+    def _over_budget(self) -> bool:
+        over = self.seconds is not None and time.perf_counter() - self.t0 > self.seconds
+        if self.world_size > 1:  # every rank stops after the same iteration
+            import torch
+
+            flag = torch.tensor([float(over)], device=self.runner.device)
+            torch.distributed.all_reduce(flag, op=torch.distributed.ReduceOp.MAX)
+            over = bool(flag.item() > 0)
+        return over
 
     def run_eval(self, it: int) -> None:
         """Evaluate now; log ``eval/*`` to TensorBoard at iteration `it` and keep them."""
@@ -230,18 +257,42 @@ class _AfterIteration:
         if writer is not None:
             for key, value in values.items():
                 writer.add_scalar(key, value, it)
-        self.evals.append({"timesteps": float(self.env.steps), **values})
+        self.evals.append({"timesteps": float(self.steps), **values})
 
-    def _steps_per_env(self) -> int:
-        return int(self.runner.cfg["num_steps_per_env"])
+
+def _for_rank(config: TrainConfig):
+    """`config` as this rank runs it, and its `RankSettings` (None unless ``distributed``):
+    device, seed + rank, and the rank's CPU block (pinned now, before any thread starts) or,
+    with mjwarp, its GPU."""
+    if not config.distributed:
+        return config, None
+    from gym_motion.adapters.rsl_rl.distributed import pin_process, rank_settings
+
+    rank = rank_settings(config.seed, config.device)
+    pin_process(rank)
+    backend_kwargs = dict(config.backend_kwargs)
+    if config.backend == "mujoco":
+        backend_kwargs["cpu_ids"] = list(rank.cpu_ids)
+    elif config.backend == "mjwarp" and rank.distributed:
+        backend_kwargs["device"] = rank.device
+    config = dataclasses.replace(
+        config, device=rank.device, seed=rank.seed, backend_kwargs=backend_kwargs
+    )
+    return config, rank
 
 
 def train(config: TrainConfig) -> dict[str, Any]:
-    """Run a training job; writes the run folder and returns the summary (also summary.json).
+    """Run a training job; rank 0 writes the run folder; returns the summary (also
+    summary.json; other ranks return a summary without evaluations and write nothing).
+
+    With ``config.distributed`` (under ``torchrun``), each rank builds its own env on its
+    device, with its seed and CPU block (`gym_motion.adapters.rsl_rl.distributed`), and
+    rsl_rl's runner averages the gradients over the ranks; ``total_steps`` counts all ranks'.
 
     Raises:
         FileExistsError: the run folder already holds a model.pt.
-        ValueError: bad settings (unknown PPO keys, obs_mode, ramp), or clips that fail to load.
+        ValueError: bad settings (unknown PPO keys, obs_mode, ramp, torchrun variables), or
+            clips that fail to load.
     """
     import torch
     from rsl_rl.runners import OnPolicyRunner
@@ -251,13 +302,16 @@ def train(config: TrainConfig) -> dict[str, Any]:
     from gym_motion.adapters.sb3.train import plot_curves
     from gym_motion.evaluate import evaluate_policy_on_clips
 
+    config, rank = _for_rank(config)
+    main = rank is None or rank.is_main
+    world = 1 if rank is None else rank.world_size
     motions = [str(m) for m in config.motion]
     if not motions:
         from gym_motion.motion import DEFAULT_MOTION_PATH
 
         motions = [str(DEFAULT_MOTION_PATH)]
     out = Path(config.out or Path("runs") / time.strftime("%Y%m%d-%H%M%S"))
-    if (out / "model.pt").exists():
+    if main and (out / "model.pt").exists():
         raise FileExistsError(f"{out} already holds a run (model.pt); choose another --out")
     eval_kw = {
         "episodes": config.eval_episodes,
@@ -268,15 +322,22 @@ def train(config: TrainConfig) -> dict[str, Any]:
         "seed": config.seed,
         "backend_kwargs": config.backend_kwargs or None,
     }
-    print(f"gym-motion train (rsl_rl): run folder {out}", flush=True)
-    before = evaluate_policy_on_clips(motions, None, **eval_kw)  # also validates the clips
-    out.mkdir(parents=True, exist_ok=True)
+    before = None
+    if main:
+        print(f"gym-motion train (rsl_rl): run folder {out}", flush=True)
+        before = evaluate_policy_on_clips(motions, None, **eval_kw)  # also validates the clips
+        out.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(config.seed)
     env = make_env(config, motions)
-    (out / "config.json").write_text(json.dumps(resolved_config(config, motions, env), indent=2))
+    if main:
+        resolved = resolved_config(config, motions, env)
+        resolved["ranks"] = world
+        (out / "config.json").write_text(json.dumps(resolved, indent=2))
 
-    runner = OnPolicyRunner(env, runner_cfg(config.ppo, config.obs_mode), str(out), config.device)
-    runner.add_git_repo_to_log(gym_motion.__file__)
+    cfg = runner_cfg(config.ppo, config.obs_mode)
+    runner = OnPolicyRunner(env, cfg, str(out) if main else None, config.device)
+    if main:
+        runner.add_git_repo_to_log(gym_motion.__file__)
 
     def policy():
         return actor_policy(runner.alg.get_policy(), config.device)
@@ -285,30 +346,20 @@ def train(config: TrainConfig) -> dict[str, Any]:
         return evaluate_policy_on_clips(motions, policy(), **eval_kw)
 
     seconds = None if config.max_minutes is None else 60.0 * config.max_minutes
-    hook = _AfterIteration(
-        runner, env, config, evaluate if config.eval_every_steps else None, seconds
-    )
+    periodic = evaluate if config.eval_every_steps and main else None
+    hook = _AfterIteration(runner, env, config, periodic, seconds, world)
     random_start = bool(resolved_ppo(config.ppo)["init_at_random_ep_len"])
+    iterations = max(1, math.ceil(config.iterations() / world))
     t0 = time.perf_counter()
     interrupted = False
     try:
-        runner.learn(config.iterations(), init_at_random_ep_len=random_start)
+        runner.learn(iterations, init_at_random_ep_len=random_start)
     except _StopLearning:
         pass
     except KeyboardInterrupt:
         interrupted = True
         print("\ngym-motion train: interrupted; saving a checkpoint", file=sys.stderr)
     wall = time.perf_counter() - t0
-    if (
-        config.eval_every_steps
-        and not interrupted
-        and (not hook.evals or hook.evals[-1]["timesteps"] < env.steps)
-    ):
-        hook.run_eval(runner.current_learning_iteration)
-    runner.save(str(out / "model.pt"))
-    if runner.logger.writer is not None:
-        runner.logger.writer.flush()
-    plot_curves(hook.history, out / "training_curves.png", hook.evals)
     summary: dict[str, Any] = {
         "run": str(out),
         "library": "rsl_rl",
@@ -318,14 +369,29 @@ def train(config: TrainConfig) -> dict[str, Any]:
         else "max_minutes"
         if hook.hit_budget
         else "total_steps",
-        "env_steps": env.steps,
+        "env_steps": hook.steps,
         "iterations": runner.current_learning_iteration + 1,
         "train_wall_s": round(wall, 2),
-        "env_steps_per_s_overall": round(env.steps / wall, 1) if wall > 0 else None,
+        "env_steps_per_s_overall": round(hook.steps / wall, 1) if wall > 0 else None,
         "env_steps_per_s_rollout": _mean_tail(hook.history, "time/env_steps_per_s"),
         "reset_noise_scale_final": hook.scale,
-        "before": before,
     }
+    if world > 1:
+        summary["ranks"] = world
+    if not main:
+        env.close()
+        return {**summary, "rank": rank.rank}
+    if (
+        config.eval_every_steps
+        and not interrupted
+        and (not hook.evals or hook.evals[-1]["timesteps"] < hook.steps)
+    ):
+        hook.run_eval(runner.current_learning_iteration)
+    runner.save(str(out / "model.pt"))
+    if runner.logger.writer is not None:
+        runner.logger.writer.flush()
+    plot_curves(hook.history, out / "training_curves.png", hook.evals)
+    summary["before"] = before
     if not interrupted:
         summary["after"] = evaluate_policy_on_clips(motions, policy(), **eval_kw)
         b, a = before["mean"], summary["after"]["mean"]
@@ -354,11 +420,17 @@ def _mean_tail(history: list[dict[str, float]], key: str, n: int = 20) -> float 
 
 
 def add_cli_arguments(parser: argparse.ArgumentParser) -> None:
-    """Adds the options only ``--library rsl_rl`` reads (``--device``) to `gym-motion train`."""
+    """Adds the options only ``--library rsl_rl`` reads (``--device``, ``--distributed``) to
+    `gym-motion train`."""
     parser.add_argument(
         "--device", default="cpu",
         help="with --library rsl_rl: torch device of the networks and env tensors "
         "(cpu, cuda:0; default %(default)s)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--distributed", action="store_true",
+        help="with --library rsl_rl under torchrun: one rank per GPU (cuda:LOCAL_RANK, seed + "
+        "rank, its own CPU block; rank 0 writes the run; see docs/scaling.md)",
     )  # fmt: skip
 
 
@@ -393,8 +465,11 @@ def run_cli(args: argparse.Namespace) -> int:
         eval_every_steps=args.eval_every,
         ppo=_overrides(args.ppo),
         backend_kwargs={"num_threads": args.num_threads} if args.num_threads else {},
+        distributed=args.distributed,
     )
     summary = train(config)
+    if "before" not in summary:  # a rank other than 0: rank 0 reports
+        return 130 if summary["interrupted"] else 0
     from gym_motion.evaluate import format_table
 
     print(f"\nrun folder: {summary['run']}  ({summary['env_steps']} env steps, "
