@@ -47,10 +47,12 @@ __all__ = [
     "pin_threads",
 ]
 
-# Rows each Numba thread must get before the pool grows: a kernel's share of them (~0.1-0.2 us
-# of work per row and kernel) then outweighs a sleeping worker's wake-up (~70 us). One thread
-# below 1024 rows; N = 1024 keeps the 2 threads it had on 2 CPUs, N = 4096 gets up to 8.
-MIN_ROWS_PER_NUMBA_THREAD = 512
+# Rows each Numba thread must get before the pool grows. A step's kernels do ~3-6 us of work per
+# row in all (~0.1-0.2 us per kernel), so 1024 rows give each thread ~90 us or more per kernel,
+# well above a sleeping worker's wake-up (~70 us). On a loaded 2-core machine, N = 1024 spent
+# 10-21 ms per step outside physics on one thread against 28-60 ms on two (alternating windows
+# in one process). From N = 2048 the pool grows by a thread per 1024 rows (N = 4096: up to 4).
+MIN_ROWS_PER_NUMBA_THREAD = 1024
 
 
 @dataclass(frozen=True)

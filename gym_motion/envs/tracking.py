@@ -41,7 +41,7 @@ PHASES = ("action", "physics", "copy", "command", "termination", "reward", "rese
 
 def _on_batch_threads(method):
     """Run an env method with Numba's pool sized to the env's batch (``env._numba_threads``,
-    a `NumbaThreads`): one thread below 1024 rows, so small batches wake no worker."""
+    a `NumbaThreads`): one thread below 2048 rows, so small batches wake no worker."""
 
     @functools.wraps(method)
     def sized(self, *args, **kwargs):
