@@ -54,6 +54,7 @@ def test_train_cli_flags_and_defaults():
         "max_minutes": 12.0, "backend": "mujoco", "seed": 0, "out": None, "obs_mode": "dict",
         "no_state_estimation": False, "num_threads": None, "reset_noise_ramp": 0.5, "ppo": [],
         "eval_every": 500_000, "no_video": False, "library": "sb3", "device": "cpu",
+        "distributed": False,
     }  # fmt: skip
 
 
