@@ -355,7 +355,7 @@ def _run_cli(args: argparse.Namespace) -> int:
                 "gym-motion render: --model RUN_DIR or --onnx POLICY.onnx is required unless "
                 "--policy zero"
             )
-        from gym_motion.adapters.sb3.policy import load_run_policy
+        from gym_motion.evaluate import load_run_policy
 
         policy, config = load_run_policy(args.model)
     elif args.model is not None and (Path(args.model) / "config.json").is_file():
