@@ -158,10 +158,13 @@ def pin_threads(tids: set[int] | Sequence[int], cpus: Sequence[int]) -> None:
             pass
 
 
-def numba_threads_for(num_rows: int, pool: int, min_rows: int = MIN_ROWS_PER_NUMBA_THREAD) -> int:
+def numba_threads_for(num_rows: int, pool: int, min_rows: int | None = None) -> int:
     """Numba threads worth using for kernels over `num_rows` rows with a pool of `pool`:
-    ``clamp(num_rows // min_rows, 1, pool)``, i.e. 1 below ``2 * min_rows`` rows."""
-    return max(1, min(int(pool), int(num_rows) // int(min_rows)))
+    ``clamp(num_rows // min_rows, 1, pool)``, i.e. 1 below ``2 * min_rows`` rows; `min_rows`
+    defaults to the module's `MIN_ROWS_PER_NUMBA_THREAD` when called (set it before building
+    an env to tune the split for an idle machine)."""
+    rows = MIN_ROWS_PER_NUMBA_THREAD if min_rows is None else int(min_rows)
+    return max(1, min(int(pool), int(num_rows) // rows))
 
 
 class NumbaThreads:

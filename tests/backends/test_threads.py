@@ -81,3 +81,11 @@ def test_results_are_bit_identical_at_any_pool_size():
 
     for a, b in zip(rollout(1), rollout(2), strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_the_split_follows_the_module_setting(monkeypatch):
+    import gym_motion.backends.threads as threads
+
+    monkeypatch.setattr(threads, "MIN_ROWS_PER_NUMBA_THREAD", 128)
+    assert numba_threads_for(1024, 8) == 8 and numba_threads_for(255, 8) == 1
+    assert numba_threads_for(1024, 8, min_rows=512) == 2
