@@ -25,7 +25,6 @@ import argparse
 import io
 import json
 import os
-import pickle
 import tempfile
 import warnings
 from pathlib import Path
@@ -148,27 +147,15 @@ def _actor_module(model, norm):
 
 
 def _load_run(run: Path):
-    from stable_baselines3 import PPO
+    """`load_run`, refusing a run without config.json (the deploy metadata comes from it)."""
+    from gym_motion.adapters.sb3.policy import load_run
 
-    model_path = run / "model.zip"
-    if not model_path.is_file():
-        raise FileNotFoundError(f"{model_path}: no model.zip in the run folder {run}")
     config_path = run / "config.json"
     if not config_path.is_file():
         raise FileNotFoundError(
             f"{config_path}: the run's config.json is needed for the deploy metadata"
         )
-    config = json.loads(config_path.read_text())
-    model = PPO.load(
-        model_path,
-        device="cpu",
-        custom_objects={"learning_rate": 0.0, "lr_schedule": lambda _: 0.0},
-    )
-    norm = None
-    if (run / "vecnormalize.pkl").is_file():
-        with open(run / "vecnormalize.pkl", "rb") as f:
-            norm = pickle.load(f)  # VecNormalize without its venv: only the statistics
-    return model, norm, config
+    return load_run(run)
 
 
 def export_run(

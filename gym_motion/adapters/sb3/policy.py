@@ -24,7 +24,7 @@ from stable_baselines3.common.vec_env import VecNormalize
 
 from gym_motion.evaluate import Obs, Policy
 
-__all__ = ["load_run_policy", "model_policy"]
+__all__ = ["load_run", "load_run_policy", "model_policy"]
 
 
 def model_policy(model: BaseAlgorithm, vecnormalize: VecNormalize | None = None) -> Policy:
@@ -41,11 +41,10 @@ def model_policy(model: BaseAlgorithm, vecnormalize: VecNormalize | None = None)
     return act
 
 
-def load_run_policy(run_dir: str | os.PathLike) -> tuple[Policy, dict[str, Any]]:
-    """The deterministic policy of a `gym-motion train` run folder, and its config.json.
-
-    Loads ``model.zip`` (PPO, on the CPU) and, when present, ``vecnormalize.pkl`` (frozen
-    observation statistics); the config is ``{}`` when the folder has no config.json.
+def load_run(run_dir: str | os.PathLike) -> tuple[PPO, VecNormalize | None, dict[str, Any]]:
+    """The pieces of a `gym-motion train` run folder: the PPO model (``model.zip``, on the
+    CPU), the frozen observation statistics (``vecnormalize.pkl``: a `VecNormalize` without its
+    venv, ``training`` False; None when absent) and config.json (``{}`` when absent).
 
     Raises:
         FileNotFoundError: the folder has no model.zip.
@@ -65,6 +64,17 @@ def load_run_policy(run_dir: str | os.PathLike) -> tuple[Policy, dict[str, Any]]
     norm = None
     if (run / "vecnormalize.pkl").is_file():
         with open(run / "vecnormalize.pkl", "rb") as f:
-            norm = pickle.load(f)  # VecNormalize without its venv: only the statistics
+            norm = pickle.load(f)
         norm.training = False
+    return model, norm, config
+
+
+def load_run_policy(run_dir: str | os.PathLike) -> tuple[Policy, dict[str, Any]]:
+    """The deterministic policy of a `gym-motion train` run folder (`load_run`), and its
+    config.json.
+
+    Raises:
+        FileNotFoundError: the folder has no model.zip.
+    """
+    model, norm, config = load_run(run_dir)
     return model_policy(model, norm), config
