@@ -10,3 +10,31 @@ Nothing here imports an adapter: each package pulls in its own library (install 
 matching extra, e.g. ``pip install -e ".[sb3]"``), and the env, its statistics
 (`gym_motion.envs.stats`) and evaluation (`gym_motion.evaluate`) need none of them.
 """
+
+
+def lazy_exports(package: str, sources: dict[str, str]):
+    """Module-level ``__getattr__`` and ``__dir__`` for an adapter package that names what it
+    exports but imports a submodule (and so its RL library) only when a name is first used.
+
+    Args:
+        package: the package's ``__name__``.
+        sources: exported name -> submodule (relative to `package`) that defines it.
+
+    Returns:
+        (``__getattr__``, ``__dir__``): assign them in the package's ``__init__``. A name not in
+        `sources` raises AttributeError.
+    """
+    import importlib
+    import sys
+
+    def __getattr__(name: str):
+        if name not in sources:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(f"{package}.{sources[name]}"), name)
+        setattr(sys.modules[package], name, value)  # later look-ups skip this function
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted(set(vars(sys.modules[package])) | set(sources))
+
+    return __getattr__, __dir__

@@ -13,8 +13,9 @@ resets ended envs itself, through ``reset(options={"reset_mask": ...})``). Insta
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from gym_motion.adapters import lazy_exports
 
 if TYPE_CHECKING:
     from gym_motion.adapters.torchrl.info import tracking_info_reader, tracking_means
@@ -24,13 +25,4 @@ _SOURCES = {"tracking_info_reader": "info", "tracking_means": "info"}
 __all__ = ["tracking_info_reader", "tracking_means"]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _SOURCES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_SOURCES[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_SOURCES))
+__getattr__, __dir__ = lazy_exports(__name__, _SOURCES)
