@@ -131,8 +131,8 @@ def _register_eval(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _register_export(subparsers: argparse._SubParsersAction) -> None:
-    # Exporting a run is the SB3 adapter's; registering it imports neither SB3, torch nor onnx.
-    from gym_motion.adapters.sb3.export import register_cli
+    # registering it imports no RL library, torch nor onnx
+    from gym_motion.deploy.export import register_cli
 
     register_cli(subparsers)
 

@@ -1,5 +1,5 @@
-"""Policies in and out: ONNX import with deploy metadata (`gym_motion.deploy`), SB3 export
-(`gym_motion.adapters.sb3.export`), frame-per-step clip playback, and `gym-motion eval --onnx`.
+"""Policies in and out: ONNX import with deploy metadata (`gym_motion.deploy`), export
+(`gym_motion.deploy.export`), frame-per-step clip playback, and `gym-motion eval --onnx`.
 
 The real client is the shared B_Fence1 policy (trained in mjlab, ``../shared/policies``; tests
 that need it skip when it is absent). The SB3 round trip builds a tiny run (2 envs, a few
@@ -406,8 +406,8 @@ def test_export_refuses_an_actor_that_reads_the_critic_group(tmp_path):
     pytest.importorskip("stable_baselines3")
     from stable_baselines3 import PPO
 
-    from gym_motion.adapters.sb3.export import export_run
     from gym_motion.adapters.sb3.train import TrainConfig, make_env, resolved_config
+    from gym_motion.deploy.export import export_run
 
     config, motions = TrainConfig(num_envs=1, obs_mode="dict"), [str(DEFAULT_MOTION_PATH)]
     venv = make_env(config, motions)
@@ -460,8 +460,8 @@ def test_eval_without_json_writes_no_file_and_names_the_termination(tmp_path, mo
 
 def test_run_task_cfg_reads_tagged_and_plain_configs_and_refuses_another_robot(tmp_path):
     pytest.importorskip("stable_baselines3")
-    from gym_motion.adapters.sb3.export import export_run, run_task_cfg
     from gym_motion.adapters.sb3.train import TrainConfig, resolved_config
+    from gym_motion.deploy.export import export_run, run_task_cfg
 
     no_se = TrackingEnvCfg(state_estimation=False)
     tagged = run_task_cfg({"env": json.loads(no_se.to_json())})

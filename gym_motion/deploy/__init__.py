@@ -6,7 +6,8 @@ bodies, observation terms) and ONNX policies from any trainer run in a gym_motio
 - `onnx_policy`: `OnnxPolicy`, an ONNX file run with onnxruntime (the ``[onnx]`` extra) and
   bound to an env for `gym_motion.evaluate`.
 
-Exporters live with their RL library (`gym_motion.adapters.sb3.export` for SB3 runs).
+- `export`: `export_run`, a trained run of any supported library (`EXPORTERS`) as ONNX with
+  that metadata; each library's adapter gives its actor (`gym_motion.adapters.<library>.export`).
 """
 
 from __future__ import annotations

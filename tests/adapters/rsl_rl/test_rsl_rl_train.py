@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import shutil
 
+import numpy as np
 import pytest
 
 pytest.importorskip("torch")
@@ -100,6 +102,58 @@ def test_eval_loads_the_run_and_repeats_the_after_training_result(tiny_run, caps
     assert "mpkpe_mm" in capsys.readouterr().out
     (clip,) = json.loads((tiny_run / "eval_model.json").read_text())["clips"].values()
     assert clip["max_episode_steps"] == 25
+
+
+def test_export_then_eval_onnx_gives_the_actors_actions_and_episode(tiny_run, capsys, tmp_path):
+    pytest.importorskip("onnxruntime")
+    import onnx
+
+    from gym_motion.deploy import METADATA_KEYS, OnnxPolicy, deploy_metadata
+    from gym_motion.deploy.export import export_run
+    from gym_motion.envs.config import TrackingEnvCfg, eval_cfg
+    from gym_motion.envs.tracking import TrackingVecEnv
+
+    path = tiny_run / "policy.onnx"
+    assert main(["export", "--model", str(tiny_run), "-o", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "(rsl_rl run)" in out and "onnxruntime matches torch" in out
+    meta = {p.key: p.value for p in onnx.load(str(path)).metadata_props}
+    assert {k: meta[k] for k in METADATA_KEYS} == deploy_metadata(TrackingEnvCfg())
+    model_policy, _ = load_run_policy(tiny_run)
+    env = TrackingVecEnv(3, cfg=eval_cfg(), obs_mode="dict", seed=0)
+    try:
+        onnx_policy = OnnxPolicy(path).bind(env)
+        obs, _ = env.reset(seed=0)
+        for _ in range(20):
+            want = model_policy(obs)
+            np.testing.assert_allclose(onnx_policy(obs), want, atol=1e-5, rtol=0)
+            obs, *_ = env.step(want)
+    finally:
+        env.close()
+    results = {}
+    for flag, value in (("--model", str(tiny_run)), ("--onnx", str(path))):
+        json_path = tmp_path / f"eval_{flag[2:]}.json"
+        assert main(["eval", flag, value, "--max-seconds", "1.5", "--json", str(json_path)]) == 0
+        result = json.loads(json_path.read_text())
+        (clip,) = result["clips"].values()
+        results[flag] = result["mean"] | {"ends": clip["terminations"]}
+    a, b = results["--model"], results["--onnx"]
+    assert a["ends"] == b["ends"] and a["episode_length"] == b["episode_length"]
+    for key in ("mpkpe_mm", "joint_pos_rad", "return"):
+        assert a[key] == pytest.approx(b[key], rel=1e-4, abs=1e-6), key
+
+    # what cannot be exported is refused before anything is written
+    bad = tmp_path / "bad"
+    shutil.copytree(tiny_run, bad)
+    config = json.loads((bad / "config.json").read_text())
+    config["rsl_rl"]["obs_groups"]["actor"] = ["policy", "critic"]
+    (bad / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match=r"actor reads the observation groups \['policy', 'crit"):
+        export_run(bad, bad / "x.onnx")
+    (bad / "config.json").write_text(json.dumps(config | {"library": "rllib"}))
+    with pytest.raises(ValueError, match="library 'rllib', which gym_motion cannot export"):
+        export_run(bad, bad / "x.onnx")
+    assert not (bad / "x.onnx").exists()
 
 
 def test_wall_clock_budget_and_ctrl_c(tmp_path, monkeypatch):
