@@ -37,10 +37,22 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from gym_motion.adapters.rsl_rl.config import resolved_ppo, runner_cfg
+from gym_motion.adapters.run import (
+    after_vs_before,
+    config_from_args,
+    eval_kwargs,
+    jsonable,
+    mean_tail,
+    plot_curves,
+    print_summary,
+    reset_noise_scale,
+    run_folder,
+    stopped_by,
+    train_motions,
+)
 
 # rsl_rl, torch and matplotlib are imported inside the functions that use them: the command line
 # imports this module to add its options to `gym-motion train`.
@@ -123,15 +135,8 @@ def make_env(config: TrainConfig, motions: list[str] | None):
         seed=config.seed,
         backend_kwargs=config.backend_kwargs or None,
     )
-    env.reset_noise_scale = _noise_scale(0.0, config.reset_noise_ramp)
+    env.reset_noise_scale = reset_noise_scale(0.0, config.reset_noise_ramp)
     return RslRlVecEnv(env, device=config.device)
-
-
-def _noise_scale(progress: float, ramp: float) -> float:
-    # the SB3 runs' ramp; that module imports no SB3 at import time
-    from gym_motion.adapters.sb3.train import reset_noise_scale
-
-    return reset_noise_scale(progress, ramp)
 
 
 def resolved_config(config: TrainConfig, motions: list[str], env) -> dict[str, Any]:
@@ -148,7 +153,7 @@ def resolved_config(config: TrainConfig, motions: list[str], env) -> dict[str, A
     obs = env.get_observations()
     return {
         "library": "rsl_rl",
-        "train": {**_jsonable(config), "motion": motions},
+        "train": {**jsonable(config), "motion": motions},
         "rsl_rl": runner_cfg(config.ppo, config.obs_mode),
         "init_at_random_ep_len": resolved_ppo(config.ppo)["init_at_random_ep_len"],
         "obs_dims": {k: int(v.shape[-1]) for k, v in obs.items()},
@@ -162,16 +167,6 @@ def resolved_config(config: TrainConfig, motions: list[str], env) -> dict[str, A
             "python": platform.python_version(),
         },
     }
-
-
-def _jsonable(obj: Any) -> Any:
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: _jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_jsonable(v) for v in obj]
-    return obj
 
 
 class _StopLearning(Exception):
@@ -205,7 +200,7 @@ class _AfterIteration:
         self.history: list[dict[str, float]] = []
         self.evals: list[dict[str, float]] = []
         self.hit_budget = False
-        self.scale = _noise_scale(0.0, config.reset_noise_ramp)
+        self.scale = reset_noise_scale(0.0, config.reset_noise_ramp)
         self._next_eval = config.eval_every_steps or math.inf
         runner.logger.log = self
 
@@ -226,7 +221,7 @@ class _AfterIteration:
             per_rank = env.num_envs * int(self.runner.cfg["num_steps_per_env"]) / collect
             values["time/env_steps_per_s"] = per_rank * self.world_size
         self.history.append({"timesteps": float(self.steps), **values})
-        self.scale = _noise_scale(self.steps / max(1, self.config.total_steps),
+        self.scale = reset_noise_scale(self.steps / max(1, self.config.total_steps),
                                   self.config.reset_noise_ramp)  # fmt: skip
         env.unwrapped.reset_noise_scale = self.scale
         if writer is not None:
@@ -299,29 +294,14 @@ def train(config: TrainConfig) -> dict[str, Any]:
 
     import gym_motion
     from gym_motion.adapters.rsl_rl.policy import actor_policy
-    from gym_motion.adapters.sb3.train import plot_curves
     from gym_motion.evaluate import evaluate_policy_on_clips
 
     config, rank = _for_rank(config)
     main = rank is None or rank.is_main
     world = 1 if rank is None else rank.world_size
-    motions = [str(m) for m in config.motion]
-    if not motions:
-        from gym_motion.motion import DEFAULT_MOTION_PATH
-
-        motions = [str(DEFAULT_MOTION_PATH)]
-    out = Path(config.out or Path("runs") / time.strftime("%Y%m%d-%H%M%S"))
-    if main and (out / "model.pt").exists():
-        raise FileExistsError(f"{out} already holds a run (model.pt); choose another --out")
-    eval_kw = {
-        "episodes": config.eval_episodes,
-        "backend": config.backend,
-        "obs_mode": config.obs_mode,
-        "state_estimation": config.state_estimation,
-        "max_seconds": config.eval_max_seconds,
-        "seed": config.seed,
-        "backend_kwargs": config.backend_kwargs or None,
-    }
+    motions = train_motions(config.motion)
+    out = run_folder(config.out, "model.pt" if main else None)
+    eval_kw = eval_kwargs(config)
     before = None
     if main:
         print(f"gym-motion train (rsl_rl): run folder {out}", flush=True)
@@ -364,16 +344,12 @@ def train(config: TrainConfig) -> dict[str, Any]:
         "run": str(out),
         "library": "rsl_rl",
         "interrupted": interrupted,
-        "stopped_by": "interrupt"
-        if interrupted
-        else "max_minutes"
-        if hook.hit_budget
-        else "total_steps",
+        "stopped_by": stopped_by(interrupted, hook.hit_budget),
         "env_steps": hook.steps,
         "iterations": runner.current_learning_iteration + 1,
         "train_wall_s": round(wall, 2),
         "env_steps_per_s_overall": round(hook.steps / wall, 1) if wall > 0 else None,
-        "env_steps_per_s_rollout": _mean_tail(hook.history, "time/env_steps_per_s"),
+        "env_steps_per_s_rollout": mean_tail(hook.history, "time/env_steps_per_s"),
         "reset_noise_scale_final": hook.scale,
     }
     if world > 1:
@@ -394,25 +370,12 @@ def train(config: TrainConfig) -> dict[str, Any]:
     summary["before"] = before
     if not interrupted:
         summary["after"] = evaluate_policy_on_clips(motions, policy(), **eval_kw)
-        b, a = before["mean"], summary["after"]["mean"]
-        summary["after_vs_before"] = {
-            "episode_length_ratio": a["episode_length"] / max(b["episode_length"], 1e-9),
-            "tracking_reward_per_step": [b["tracking_reward_per_step"],
-                                         a["tracking_reward_per_step"]],
-            "tracking_reward_per_clip_step": [b["tracking_reward_per_clip_step"],
-                                              a["tracking_reward_per_clip_step"]],
-            "mpkpe_mm": [b["mpkpe_mm"], a["mpkpe_mm"]],
-        }  # fmt: skip
+        summary["after_vs_before"] = after_vs_before(before, summary["after"])
     if runner.logger.writer is not None:
         runner.logger.writer.close()
     env.close()
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
-
-
-def _mean_tail(history: list[dict[str, float]], key: str, n: int = 20) -> float | None:
-    vals = [h[key] for h in history if key in h][-n:]
-    return round(sum(vals) / len(vals), 1) if vals else None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -434,51 +397,13 @@ def add_cli_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
-def _overrides(items: list[str]) -> dict[str, Any]:
-    out = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise SystemExit(f"gym-motion train: --ppo expects KEY=VALUE, got {item!r}")
-        try:
-            out[key] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key] = value
-    return out
-
-
 def run_cli(args: argparse.Namespace) -> int:
     """Runs ``gym-motion train --library rsl_rl`` from `gym-motion train`'s parsed arguments;
     returns the exit code (130 when interrupted)."""
     config = TrainConfig(
-        motion=list(args.motion),
-        num_envs=args.num_envs,
-        total_steps=args.total_steps,
-        max_minutes=args.max_minutes if args.max_minutes and args.max_minutes > 0 else None,
-        backend=args.backend,
-        device=args.device,
-        seed=args.seed,
-        out=args.out,
-        obs_mode=args.obs_mode,
-        state_estimation=not args.no_state_estimation,
-        reset_noise_ramp=args.reset_noise_ramp,
-        eval_every_steps=args.eval_every,
-        ppo=_overrides(args.ppo),
-        backend_kwargs={"num_threads": args.num_threads} if args.num_threads else {},
-        distributed=args.distributed,
+        **config_from_args(args), device=args.device, distributed=args.distributed
     )
     summary = train(config)
     if "before" not in summary:  # a rank other than 0: rank 0 reports
         return 130 if summary["interrupted"] else 0
-    from gym_motion.evaluate import format_table
-
-    print(f"\nrun folder: {summary['run']}  ({summary['env_steps']} env steps, "
-          f"{summary['train_wall_s']:.0f} s)")  # fmt: skip
-    print("before training (zero action):")
-    print(format_table(summary["before"]))
-    if "after" in summary:
-        print("after training:")
-        print(format_table(summary["after"]))
-        print(f"episode length after / before: "
-              f"{summary['after_vs_before']['episode_length_ratio']:.2f}")  # fmt: skip
-    return 130 if summary["interrupted"] else 0
+    return print_summary(summary)

@@ -26,7 +26,8 @@ from typing import Any
 
 from stable_baselines3.common.callbacks import BaseCallback
 
-from gym_motion.adapters.sb3.train import KLAdaptiveLR, reset_noise_scale
+from gym_motion.adapters.run import reset_noise_scale
+from gym_motion.adapters.sb3.train import KLAdaptiveLR
 from gym_motion.adapters.sb3.vec_env import SB3VecEnv
 from gym_motion.envs.stats import TrackingStats, tracking_terms
 

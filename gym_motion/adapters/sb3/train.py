@@ -24,16 +24,28 @@ rsl_rl, with the runs that measured it, is in docs/measurements.md.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import math
-import os
 import platform
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from gym_motion.adapters.run import (
+    after_vs_before,
+    config_from_args,
+    eval_kwargs,
+    jsonable,
+    mean_tail,
+    plot_curves,
+    print_summary,
+    reset_noise_scale,
+    run_folder,
+    stopped_by,
+    train_motions,
+)
 
 # SB3, torch and matplotlib are imported inside the functions that use them: the command line
 # imports this module to register `gym-motion train`, and must start fast, and without them.
@@ -45,7 +57,6 @@ __all__ = [
     "make_env",
     "make_model",
     "register_cli",
-    "reset_noise_scale",
     "train",
 ]
 
@@ -159,33 +170,6 @@ class KLAdaptiveLR:
             self.lr = min(self.hi, self.lr * 1.5)
 
 
-def reset_noise_scale(progress: float, ramp: float) -> float:
-    """Reset-noise scale at `progress` (fraction of `total_steps` done, 0..1): a linear ramp
-    from 0 to 1 over the first `ramp` of the steps, then 1 (`ramp` 0: always 1)."""
-    if ramp <= 0.0:
-        return 1.0
-    return min(1.0, max(0.0, progress / ramp))
-
-
-def _jsonable(obj: Any) -> Any:
-    """Dataclasses, tuples, numpy values and functions -> JSON values (functions by name)."""
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: _jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_jsonable(v) for v in obj]
-    if callable(obj):
-        return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', repr(obj))}"
-    if hasattr(obj, "item") and getattr(obj, "ndim", 1) == 0:
-        return obj.item()
-    if hasattr(obj, "tolist"):
-        return obj.tolist()
-    if isinstance(obj, str | int | float | bool) or obj is None:
-        return obj
-    return repr(obj)
-
-
 def env_cfg_for(config: TrainConfig):
     """The training task config (`TrackingEnvCfg` with the run's state-estimation choice)."""
     from gym_motion.envs.config import TrackingEnvCfg
@@ -271,13 +255,13 @@ def resolved_config(config: TrainConfig, motions: list[str]) -> dict[str, Any]:
 
     p = config.resolved_ppo()
     return {
-        "train": {**_jsonable(config), "motion": motions},
+        "train": {**jsonable(config), "motion": motions},
         "ppo": {
             **p,
             "batch_size": max(1, p["n_steps"] * config.num_envs // p["num_minibatches"]),
             "rollout_size": p["n_steps"] * config.num_envs,
         },
-        "env": _jsonable(env_cfg_for(config)),
+        "env": jsonable(env_cfg_for(config)),
         "versions": {
             "gym_motion": gym_motion.__version__,
             "stable_baselines3": stable_baselines3.__version__,
@@ -286,40 +270,6 @@ def resolved_config(config: TrainConfig, motions: list[str]) -> dict[str, Any]:
             "python": platform.python_version(),
         },
     }
-
-
-def plot_curves(
-    history: list[dict[str, float]], path: Path, evals: list[dict[str, float]] = ()
-) -> None:
-    """Training curves against env steps, to a PNG: episode length and tracking reward per step
-    of the training rollouts, and (from `evals`, `PeriodicEvaluation.history`) the
-    deterministic evaluation's episode length and MPKPE."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(2, 2, figsize=(11, 7.5), constrained_layout=True)
-    panels = (
-        (history, "episode/length", "training: mean episode length (steps)"),
-        (history, "rollout/tracking_reward", "training: tracking reward per step"),
-        (evals, "eval/episode_length", "eval from clip start: episode length (steps)"),
-        (evals, "eval/mpkpe_mm", "eval from clip start: MPKPE (mm)"),
-    )
-    for ax, (rows, key, title) in zip(axes.flat, panels, strict=True):
-        pts = [(h["timesteps"], h[key]) for h in rows if key in h]
-        if pts:
-            x, y = zip(*pts, strict=True)
-            ax.plot(x, y, lw=1.2)
-        ax.set_title(title)
-        ax.set_xlabel("env steps")
-        ax.grid(alpha=0.3)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
-def _default_out() -> str:
-    return os.path.join("runs", time.strftime("%Y%m%d-%H%M%S"))
 
 
 def train(config: TrainConfig) -> dict[str, Any]:
@@ -341,23 +291,9 @@ def train(config: TrainConfig) -> dict[str, Any]:
     from gym_motion.adapters.sb3.policy import model_policy
     from gym_motion.evaluate import evaluate_policy_on_clips
 
-    motions = [str(m) for m in config.motion]
-    if not motions:
-        from gym_motion.motion import DEFAULT_MOTION_PATH
-
-        motions = [str(DEFAULT_MOTION_PATH)]
-    out = Path(config.out or _default_out())
-    if (out / "model.zip").exists():
-        raise FileExistsError(f"{out} already holds a run (model.zip); choose another --out")
-    eval_kw = {
-        "episodes": config.eval_episodes,
-        "backend": config.backend,
-        "obs_mode": config.obs_mode,
-        "state_estimation": config.state_estimation,
-        "max_seconds": config.eval_max_seconds,
-        "seed": config.seed,
-        "backend_kwargs": config.backend_kwargs or None,
-    }
+    motions = train_motions(config.motion)
+    out = run_folder(config.out, "model.zip")
+    eval_kw = eval_kwargs(config)
     print(f"gym-motion train: run folder {out}", flush=True)
     before = evaluate_policy_on_clips(motions, None, **eval_kw)  # also validates the clips
     out.mkdir(parents=True, exist_ok=True)
@@ -402,30 +338,18 @@ def train(config: TrainConfig) -> dict[str, Any]:
     summary: dict[str, Any] = {
         "run": str(out),
         "interrupted": interrupted,
-        "stopped_by": "interrupt"
-        if interrupted
-        else "max_minutes"
-        if budget is not None and budget.hit
-        else "total_steps",
+        "stopped_by": stopped_by(interrupted, budget is not None and budget.hit),
         "env_steps": steps,
         "train_wall_s": round(wall, 2),
         "env_steps_per_s_overall": round(steps / wall, 1) if wall > 0 else None,
-        "env_steps_per_s_rollout": _mean_tail(log_cb.history, "time/env_steps_per_s"),
+        "env_steps_per_s_rollout": mean_tail(log_cb.history, "time/env_steps_per_s"),
         "reset_noise_scale_final": curriculum.scale,
         "before": before,
     }
     if not interrupted:
         venv.training = False
         summary["after"] = evaluate_policy_on_clips(motions, model_policy(model, venv), **eval_kw)
-        b, a = before["mean"], summary["after"]["mean"]
-        summary["after_vs_before"] = {
-            "episode_length_ratio": a["episode_length"] / max(b["episode_length"], 1e-9),
-            "tracking_reward_per_step": [b["tracking_reward_per_step"],
-                                         a["tracking_reward_per_step"]],
-            "tracking_reward_per_clip_step": [b["tracking_reward_per_clip_step"],
-                                              a["tracking_reward_per_clip_step"]],
-            "mpkpe_mm": [b["mpkpe_mm"], a["mpkpe_mm"]],
-        }  # fmt: skip
+        summary["after_vs_before"] = after_vs_before(before, summary["after"])
         if config.video_seconds > 0:
             summary["video"] = _final_video(out / "final_eval.mp4", model_policy(model, venv),
                                            motions[0], config)  # fmt: skip
@@ -449,11 +373,6 @@ def _final_video(path: Path, policy, clip: str, config: TrainConfig) -> dict[str
     except (ImportError, RuntimeError, OSError) as exc:
         print(f"gym-motion train: no video of the final evaluation: {exc}", file=sys.stderr)
         return {"error": str(exc)}
-
-
-def _mean_tail(history: list[dict[str, float]], key: str, n: int = 20) -> float | None:
-    vals = [h[key] for h in history if key in h][-n:]
-    return round(sum(vals) / len(vals), 1) if vals else None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -525,19 +444,6 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run_cli)
 
 
-def _parse_overrides(items: list[str]) -> dict[str, Any]:
-    out = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise SystemExit(f"gym-motion train: --ppo expects KEY=VALUE, got {item!r}")
-        try:
-            out[key] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key] = value
-    return out
-
-
 def _check_backend_options(args: argparse.Namespace) -> None:
     """Refuse a setting of another backend before anything is built or written.
 
@@ -559,33 +465,7 @@ def _run_cli(args: argparse.Namespace) -> int:
 
         return run_cli(args)
     config = TrainConfig(
-        motion=list(args.motion),
-        num_envs=args.num_envs,
-        total_steps=args.total_steps,
-        max_minutes=args.max_minutes if args.max_minutes and args.max_minutes > 0 else None,
-        backend=args.backend,
-        seed=args.seed,
-        out=args.out,
-        obs_mode=args.obs_mode,
-        state_estimation=not args.no_state_estimation,
-        reset_noise_ramp=args.reset_noise_ramp,
-        eval_every_steps=args.eval_every,
+        **config_from_args(args),
         video_seconds=0.0 if args.no_video else TrainConfig.video_seconds,
-        ppo=_parse_overrides(args.ppo),
-        backend_kwargs={"num_threads": args.num_threads} if args.num_threads else {},
     )
-    summary = train(config)
-    from gym_motion.evaluate import format_table
-
-    print(f"\nrun folder: {summary['run']}  ({summary['env_steps']} env steps, "
-          f"{summary['train_wall_s']:.0f} s)")  # fmt: skip
-    print("before training (zero action):")
-    print(format_table(summary["before"]))
-    if "after" in summary:
-        print("after training:")
-        print(format_table(summary["after"]))
-        r = summary["after_vs_before"]
-        print(f"episode length after / before: {r['episode_length_ratio']:.2f}")
-    if "path" in summary.get("video", {}):
-        print(f"video of the final evaluation: {summary['video']['path']}")
-    return 130 if summary["interrupted"] else 0
+    return print_summary(train(config))

@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from gym_motion.adapters.sb3.train import KLAdaptiveLR, TrainConfig, reset_noise_scale, train
+from gym_motion.adapters.run import reset_noise_scale
+from gym_motion.adapters.sb3.train import KLAdaptiveLR, TrainConfig, train
 from gym_motion.cli import build_parser, main
 
 RUN_FILES = ("model.zip", "vecnormalize.pkl", "config.json", "summary.json",
