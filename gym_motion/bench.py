@@ -219,6 +219,28 @@ class BareWarp:
         self._graph = None
 
 
+class BareMotrix:
+    """Bare ``SceneModel.step_n(data, decimation)`` on a `MotrixBackend`'s own scene and data,
+    `steps` control steps per `run`, nothing else (no sensor reads, no NaN guard); it advances
+    the backend's state."""
+
+    name = "motrix"
+
+    def __init__(self, backend, steps: int):
+        self._scene, self._data = backend.scene, backend.data
+        self._dec, self._steps = backend.decimation, steps
+
+    def run(self) -> float:
+        """Advance `steps` control steps; returns the wall time, s."""
+        t0 = time.perf_counter()
+        for _ in range(self._steps):
+            self._scene.step_n(self._data, self._dec)
+        return time.perf_counter() - t0
+
+    def close(self) -> None:
+        self._scene = self._data = None
+
+
 def physics_only_steps_per_s(
     model: mujoco.MjModel,
     num_envs: int,
@@ -295,8 +317,9 @@ def bench_env(
 
     "mujoco": every env step is timed on its own and followed at once by the timed replays of
     its physics by `BareRollout` and `BareBatch` (the env's model, N, physics threads and
-    substeps; they take turns going first), so both sides see the same load. "mjwarp": each env
-    window is followed by a window of as many `BareWarp` steps.
+    substeps; they take turns going first), so both sides see the same load. "mjwarp" and
+    "motrix": each env window is followed by a window of as many `BareWarp` / `BareMotrix`
+    steps.
 
     Returns a dict with ``env_steps_per_s`` (fastest env window), ``phases_ms`` (ms per step in
     that window), ``step_ms``, ``non_physics_fraction`` (1 - physics phase / step),
@@ -330,7 +353,7 @@ def bench_env(
         inputs = PhysicsInputs(env.backend)
         loops = [BareRollout(inputs), BareBatch(inputs)]
     else:
-        loops = [BareWarp(env.backend, per)]
+        loops = [(BareMotrix if backend == "motrix" else BareWarp)(env.backend, per)]
     env_s: list[float] = []
     bare_s: dict[str, list[float]] = {loop.name: [] for loop in loops}
     phases_ms: dict[str, float] = {}
@@ -427,7 +450,7 @@ def format_result(r: dict[str, Any]) -> str:
     if "physics_limit_method" in r:
         bare = ", ".join(
             f"{name} {r[f'physics_limit_{name}_env_steps_per_s']:.0f}"
-            for name in (BareRollout.name, BareBatch.name, BareWarp.name)
+            for name in (BareRollout.name, BareBatch.name, BareWarp.name, BareMotrix.name)
             if f"physics_limit_{name}_env_steps_per_s" in r
         )
         lines.append(
@@ -447,20 +470,56 @@ def format_result(r: dict[str, Any]) -> str:
 def run(
     num_envs: list[int],
     steps: int,
-    backend: str,
+    backend: str | list[str],
     json_path: str | None,
     backend_kwargs: dict[str, Any] | None = None,
     repeats: int = REPEATS,
 ) -> list[dict[str, Any]]:
-    """Benchmark each N, print the results, optionally write them as JSON (atomically)."""
+    """Benchmark each N (and each backend, when a list), print the results, optionally write
+    them as JSON (atomically).
+
+    With several backends, each (N, backend) runs in a child process of its own, backends in
+    turn for each N, so that each peak RSS is that backend's alone and both see the same
+    machine load; `backend_kwargs` then go to the backends that take them (``num_threads``:
+    mujoco, motrix; ``device``: mjwarp).
+    """
+    backends = [backend] if isinstance(backend, str) else list(backend)
     results = []
     for n in num_envs:
-        r = bench_env(n, steps, backend=backend, backend_kwargs=backend_kwargs, repeats=repeats)
-        print(format_result(r), flush=True)
-        results.append(r)
+        for name in backends:
+            if len(backends) > 1:
+                r = _bench_child(n, steps, name, backend_kwargs or {}, repeats)
+            else:
+                r = bench_env(n, steps, name, backend_kwargs=backend_kwargs, repeats=repeats)
+                print(format_result(r), flush=True)
+            results.append(r)
     if json_path:
         tmp = f"{json_path}.tmp{os.getpid()}"
         with open(tmp, "w") as f:
             json.dump(results if len(results) > 1 else results[0], f, indent=2)
         os.replace(tmp, json_path)
     return results
+
+
+def _bench_child(
+    num_envs: int, steps: int, backend: str, kwargs: dict[str, Any], repeats: int
+) -> dict[str, Any]:
+    """`bench_env` in a fresh Python process (it prints its block); returns its result."""
+    import subprocess
+    import tempfile
+
+    own = {"mujoco": ("num_threads",), "motrix": ("num_threads",), "mjwarp": ("device",)}
+    kw = {k: v for k, v in kwargs.items() if k in own.get(backend, ())}
+    code = (
+        "import json, sys; from gym_motion.bench import bench_env, format_result; "
+        "a = json.loads(sys.argv[1]); r = bench_env(a['n'], a['steps'], a['backend'], "
+        "backend_kwargs=a['kw'], repeats=a['repeats']); print(format_result(r), flush=True); "
+        "json.dump(r, open(a['out'], 'w'))"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "result.json")
+        args = {"n": num_envs, "steps": steps, "backend": backend, "kw": kw}
+        args |= {"repeats": repeats, "out": out}
+        subprocess.run([sys.executable, "-c", code, json.dumps(args)], check=True)
+        with open(out) as f:
+            return json.load(f)

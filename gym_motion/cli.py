@@ -151,8 +151,14 @@ def _register_bench(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--num-envs", type=int, nargs="+", default=[1024])
     p.add_argument("--steps", type=int, default=200, help="timed control steps per N")
-    p.add_argument("--backend", default="mujoco", choices=("mujoco", "mjwarp"))
-    p.add_argument("--threads", type=int, default=None, help="physics threads (mujoco)")
+    p.add_argument(
+        "--backend",
+        nargs="+",
+        default=["mujoco"],
+        choices=("mujoco", "mjwarp", "motrix"),
+        help="one or more; several run in turn for each N, each in its own process",
+    )
+    p.add_argument("--threads", type=int, default=None, help="physics threads (mujoco, motrix)")
     p.add_argument("--device", default=None, help="Warp device (mjwarp), e.g. cuda:0 or cpu")
     p.add_argument("--json", default=None, help="also write the results to this JSON file")
     p.set_defaults(func=_run_bench)

@@ -14,6 +14,7 @@ __all__ = ["BACKENDS", "BodyState", "SimBackend", "make_backend"]
 BACKENDS: dict[str, str] = {
     "mujoco": "gym_motion.backends.mujoco:MujocoBackend",
     "mjwarp": "gym_motion.backends.mjwarp:MjWarpBackend",
+    "motrix": "gym_motion.backends.motrix:MotrixBackend",
 }
 
 
@@ -36,10 +37,12 @@ def make_backend(
         joint_ids: (J,) int MuJoCo hinge/slide joint ids of the joint state and the position
             targets, in that order; each driven by exactly one actuator, J == model.nu.
         **kwargs: the backend's constructor keywords: for both ``decimation`` (4) and
-            ``self_contact_threshold`` (10.0 N); "mujoco": ``num_threads``, ``cpu_ids``;
+            ``self_contact_threshold`` (10.0 N); "mujoco" and "motrix": ``num_threads``,
+            ``cpu_ids``;
             "mjwarp": ``device``, ``nconmax``, ``njmax``, ``on_overflow``, ``deterministic``,
             ``contact_sensor_maxmatch``, ``capture`` (see
-            `gym_motion.backends.mujoco.MujocoBackend`, `gym_motion.backends.mjwarp.MjWarpBackend`).
+            `gym_motion.backends.mujoco.MujocoBackend`, `gym_motion.backends.mjwarp.MjWarpBackend`,
+            `gym_motion.backends.motrix.MotrixBackend`).
 
     Raises:
         ValueError: unknown backend name (the message lists the valid ones), or ids the model

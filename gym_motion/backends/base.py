@@ -22,7 +22,8 @@ class BodyState:
 
     Attributes:
         pos_w: (N, B, 3) body frame origins, m.
-        quat_w: (N, B, 4) body orientations, wxyz, unit norm.
+        quat_w: (N, B, 4) body orientations, wxyz, unit norm; the sign is the engine's (q and
+            -q are the same rotation; every env kernel is sign-invariant).
         lin_vel_w: (N, B, 3) linear velocity of each body frame origin, m/s.
         ang_vel_w: (N, B, 3) angular velocity, rad/s.
         joint_pos: (N, J) hinge positions, rad.

@@ -50,6 +50,7 @@ _BACKEND_SETTINGS = {
     "mjwarp": (
         "device", "nconmax", "njmax", "on_overflow", "deterministic", "contact_sensor_maxmatch",
     ),
+    "motrix": ("num_threads", "cpu_ids"),
 }  # fmt: skip
 
 
@@ -58,9 +59,10 @@ class BackendCfg:
     """Which physics backend steps the envs, and its settings.
 
     Attributes:
-        name: "mujoco" (official MuJoCo, CPU threads) or "mjwarp" (MuJoCo Warp).
-        num_threads: physics threads (mujoco; None: every CPU the process may use).
-        cpu_ids: CPUs to pin physics and Numba threads to (mujoco, Linux).
+        name: "mujoco" (official MuJoCo, CPU threads), "mjwarp" (MuJoCo Warp) or "motrix"
+            (MotrixSim, CPU threads; the ``motrix`` extra).
+        num_threads: physics threads (mujoco, motrix; None: every CPU the process may use).
+        cpu_ids: CPUs to pin physics and Numba threads to (mujoco, motrix; Linux).
         device: Warp device (mjwarp; None: "cuda:$LOCAL_RANK" under torchrun, else "cuda:0",
             when Warp lists a GPU; else "cpu" with a warning saying why).
         nconmax, njmax: contacts and constraint rows per world (mjwarp).

@@ -2,12 +2,15 @@
 
 Each test runs once per entry of `gym_motion.backends.BACKENDS` (MuJoCo Warp on Warp's CPU
 device; skipped when its engine is not installed) with N = 3 envs and a few control steps.
+MotrixSim has its own solver, so where a test compares trajectories with MuJoCo's it states
+the engine's bound and why (`ENGINE_DIFFERS`); everything else holds for it as written.
 Warp compiles MuJoCo Warp's kernels on first use and caches them (``~/.cache/warp``): with a cold
 cache the first mjwarp test takes about 40 s more on 2 cores, later runs a few seconds.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 
 import mujoco
@@ -23,7 +26,9 @@ THRESHOLD = 10.0  # N, self-contact normal force
 NJ = len(g1.JOINT_NAMES)
 FIELDS = ("pos_w", "quat_w", "lin_vel_w", "ang_vel_w", "joint_pos", "joint_vel")
 # backend-specific keywords of the contract runs (small, deterministic, CPU only)
-KWARGS = {"mujoco": {"num_threads": 1}, "mjwarp": {"device": "cpu"}}
+KWARGS = {"mujoco": {"num_threads": 1}, "mjwarp": {"device": "cpu"}, "motrix": {"num_threads": 1}}
+# backends whose dynamics are not MuJoCo's (another solver): trajectory comparisons are bounded
+ENGINE_DIFFERS = {"motrix"}
 
 
 def _backend_params() -> list:
@@ -70,6 +75,11 @@ def make(request, model, ids):
 
 
 # ----------------------------------------------------------------------------------- helpers
+
+
+def engine(request) -> str:
+    """The backend name a test runs with (its `make` parameter)."""
+    return request.node.callspec.params["make"]
 
 
 def read(backend: SimBackend) -> BodyState:
@@ -120,6 +130,14 @@ def oracle(model, qpos: np.ndarray, qvel: np.ndarray, body_ids, joint_ids) -> di
     }
 
 
+def same_sign(quat: np.ndarray, like: np.ndarray) -> np.ndarray:
+    """`quat` (..., 4) with each quaternion's sign flipped to agree with `like`: q and -q are
+    the same rotation, BodyState does not fix the sign, and every env kernel is sign-invariant
+    (rotations, 6D orientations, `quat_angle_between` on |w|). MuJoCo composes body quaternions
+    in one order, MotrixSim in another, so their signs may differ body by body."""
+    return quat * np.where(np.sum(quat * like, axis=-1, keepdims=True) < 0, -1.0, 1.0)
+
+
 def assert_rows_equal(a: BodyState, b: BodyState, rows) -> None:
     for f in FIELDS:
         np.testing.assert_array_equal(getattr(a, f)[rows], getattr(b, f)[rows], err_msg=f)
@@ -129,6 +147,8 @@ def field_table(backend, field: str) -> np.ndarray:
     """(N, ...) per-env values of a model field as the engine holds them (test-only access)."""
     if hasattr(backend, "_batch"):  # MujocoBackend: one materialised MjModel per env
         return np.stack([getattr(backend._batch.get_model(i), field) for i in range(N)])
+    if hasattr(backend, "field_values"):  # MotrixBackend: read back from the engine's overrides
+        return backend.field_values(field).astype(np.float32)
     return getattr(backend._m, field).numpy()  # MjWarpBackend: the device table
 
 
@@ -190,6 +210,7 @@ def test_write_state_round_trip_matches_mujoco_kinematics(make, model, ids):
     state = read(backend)
     for row in range(N):
         want = oracle(model, qpos[row], qvel[row], *ids)
+        want["quat_w"] = same_sign(want["quat_w"], state.quat_w[row])
         for f in ("pos_w", "quat_w", "joint_pos"):
             np.testing.assert_allclose(getattr(state, f)[row], want[f], atol=1e-5, err_msg=f)
         for f in ("lin_vel_w", "ang_vel_w", "joint_vel"):
@@ -247,9 +268,14 @@ def test_nonfinite_row_is_flagged_others_step_on(make, model, tmp_path, monkeypa
     assert not backend.nonfinite.any()
 
 
-def test_self_contact_is_counted_per_substep(make, model):
+def test_self_contact_is_counted_per_substep(make, model, request):
     """Arms pressed into the torso (rows 1, 2) against the default pose (row 0): per-step
-    counts equal those of one MjData stepped substep by substep (sensor normal force > 10 N)."""
+    counts equal those of one MjData stepped substep by substep (sensor normal force > 10 N).
+
+    Another engine (`ENGINE_DIFFERS`) moves the arms on its own solver: its counts may differ
+    from MuJoCo's by one substep per step (the arm reaches the torso a substep earlier or later)
+    but must show the same contacts: none in row 0, every substep of the last step in rows 1, 2.
+    """
     backend = make(self_contact_threshold=THRESHOLD)
     steps = 6
     targets = np.tile(default_targets(), (steps, 1, 1))
@@ -273,7 +299,10 @@ def test_self_contact_is_counted_per_substep(make, model):
             for _ in range(DEC):
                 mujoco.mj_step(model, d)
                 want[s, row] += d.sensordata[normal] > THRESHOLD
-    np.testing.assert_array_equal(counts, want)
+    if engine(request) in ENGINE_DIFFERS:
+        assert np.abs(counts - want).max() <= 1, (counts, want)
+    else:
+        np.testing.assert_array_equal(counts, want)
     assert counts[:, 0].max() == 0 and counts[-1, 1:].min() == DEC
 
 
@@ -308,7 +337,7 @@ def test_joint_ids_in_any_order_drive_their_own_joints(make, ids):
     np.testing.assert_array_equal(sa.joint_vel, sb.joint_vel[:, ::-1])
 
 
-def test_model_fields_are_set_per_row_and_nominal_stays(make, model):
+def test_model_fields_are_set_per_row_and_nominal_stays(make, model, request):
     """Friction, CoM and mass of row 1 only: its table rows hold the values, other rows and
     elements the nominal ones, `model_field` stays nominal; the other rows simulate exactly
     like an unrandomised backend, row 1 differently."""
@@ -336,12 +365,13 @@ def test_model_fields_are_set_per_row_and_nominal_stays(make, model):
         backend.set_model_field(field, rows, elems[field], vals)
         table = field_table(backend, field)
         dtype = table.dtype
-        np.testing.assert_array_equal(table[1, elems[field]], vals[0].astype(dtype))
-        np.testing.assert_array_equal(
-            table[[0, 2]], np.stack([getattr(model, field)] * 2, 0).astype(dtype)
-        )
+        # MotrixSim re-derives the centre of mass in float32 from the MJCF it was given: 1 ulp
+        tol = {"atol": 1e-7, "rtol": 0} if engine(request) == "motrix" else {"atol": 0, "rtol": 0}
+        same = functools.partial(np.testing.assert_allclose, **tol, err_msg=field)
+        same(table[1, elems[field]], vals[0].astype(dtype))
+        same(table[[0, 2]], np.stack([getattr(model, field)] * 2, 0).astype(dtype))
         others = np.setdiff1d(np.arange(table.shape[1]), elems[field])
-        np.testing.assert_array_equal(table[1, others], getattr(model, field)[others].astype(dtype))
+        same(table[1, others], getattr(model, field)[others].astype(dtype))
         np.testing.assert_array_equal(backend.model_field(field, elems[field]), nominal[field])
 
     qpos, qvel = standing_states(model, np.random.default_rng(5))
