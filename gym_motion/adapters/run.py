@@ -184,7 +184,9 @@ def config_from_args(args: argparse.Namespace) -> dict[str, Any]:
         "backend": args.backend,
         "seed": args.seed,
         "out": args.out,
-        "obs_mode": args.obs_mode,
+        # PPO trains an asymmetric actor-critic by default; SAC reads the policy group only
+        "obs_mode": args.obs_mode
+        or ("policy" if getattr(args, "algo", "ppo") == "sac" else "dict"),
         "state_estimation": not args.no_state_estimation,
         "reset_noise_ramp": args.reset_noise_ramp,
         "eval_every_steps": args.eval_every,

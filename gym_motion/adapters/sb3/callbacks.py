@@ -58,16 +58,26 @@ class TrackingLogCallback(BaseCallback):
     - ``sampling/entropy``, ``sampling/top1_prob``: the adaptive sampler's bins.
     - ``time/env_steps_per_s``: env steps (summed over envs) per second of rollout collection.
 
-    ``history`` keeps, per rollout, ``timesteps`` and every logged value (for plots).
+    ``history`` keeps, per logged row, ``timesteps`` and every logged value (for plots).
+
+    Args:
+        every_steps: log at the first rollout end after this many env steps since the last
+            row (0: every rollout, PPO's). Off-policy algorithms, whose "rollouts" are a few
+            vector steps, log every ~one PPO rollout this way.
+        dump: also write the logger's row (TensorBoard, CSV) then; for algorithms that dump
+            only per episode count (SB3's off-policy ones, run with ``log_interval=None``).
     """
 
-    def __init__(self, verbose: int = 0):
+    def __init__(self, verbose: int = 0, every_steps: int = 0, dump: bool = False):
         super().__init__(verbose)
         self.stats = TrackingStats()
         self.history: list[dict[str, float]] = []
+        self.every_steps, self.dump = int(every_steps), bool(dump)
         self._adapter: SB3VecEnv | None = None
         self._t0 = 0.0
         self._steps0 = 0
+        self._collect_s = 0.0
+        self._fresh = True
 
     def _init_callback(self) -> None:
         adapter = self.training_env.unwrapped
@@ -80,24 +90,39 @@ class TrackingLogCallback(BaseCallback):
             self.stats = TrackingStats()
 
     def _on_rollout_start(self) -> None:
-        self.stats.reset()
+        if self._fresh:
+            self.stats.reset()
+            self._steps0 = self._adapter.total_steps
+            self._collect_s = 0.0
+            self._fresh = False
         self._t0 = time.perf_counter()
-        self._steps0 = self._adapter.total_steps
 
     def _on_step(self) -> bool:
         self.stats.add(self._adapter.last_info)
         return True
 
     def _on_rollout_end(self) -> None:
-        elapsed = time.perf_counter() - self._t0
+        self._collect_s += time.perf_counter() - self._t0
+        if self._adapter.total_steps - self._steps0 >= self.every_steps:
+            self._emit()
+
+    def _on_training_end(self) -> None:
+        if self.every_steps and not self._fresh and self._adapter.total_steps > self._steps0:
+            self._emit()  # the steps since the last row
+
+    def _emit(self) -> None:
+        steps = self._adapter.total_steps - self._steps0
         values = self.stats.means()
         for key, value in self._adapter.sampling_stats.items():
             values[f"sampling/{key}"] = value
-        if elapsed > 0:
-            values["time/env_steps_per_s"] = (self._adapter.total_steps - self._steps0) / elapsed
+        if self._collect_s > 0:
+            values["time/env_steps_per_s"] = steps / self._collect_s
         for key, value in values.items():
             self.logger.record(key, value)
         self.history.append({"timesteps": float(self.num_timesteps), **values})
+        if self.dump:
+            self.logger.dump(self.num_timesteps)
+        self._fresh = True
 
 
 class KLAdaptiveLRCallback(BaseCallback):

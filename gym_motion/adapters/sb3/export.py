@@ -1,9 +1,9 @@
 """The deterministic actor of an SB3 run, for `gym-motion export` (`gym_motion.deploy.export`).
 
-The module computes ``actions = clip(actor(clip((obs - mean) / sqrt(var + eps), -c, c)), -10,
-10)``: VecNormalize's observation normalisation folded in, the last clip SB3's (to the env's
-action space). For a run trained with the asymmetric actor-critic, ``obs`` is the "policy"
-group the actor reads.
+The module computes, for PPO, ``actions = clip(actor(clip((obs - mean) / sqrt(var + eps), -c,
+c)), -10, 10)``: VecNormalize's observation normalisation folded in, the last clip SB3's (to the
+env's action space); for SAC, the squashed mean ``tanh(mu)`` rescaled to the action space. For a
+run trained with the asymmetric actor-critic, ``obs`` is the "policy" group the actor reads.
 """
 
 from __future__ import annotations
@@ -39,7 +39,8 @@ def _actor(model, norm):
 
     policy = model.policy
     space = policy.observation_space
-    extractor = policy.pi_features_extractor
+    sac = hasattr(policy, "actor")  # SAC's policy: a squashed-Gaussian actor and critics
+    extractor = policy.actor.features_extractor if sac else policy.pi_features_extractor
     group = None
     if isinstance(space, gym.spaces.Dict):
         group = getattr(extractor, "group", None)
@@ -69,9 +70,12 @@ def _actor(model, norm):
     class Actor(torch.nn.Module):
         def __init__(self):
             super().__init__()
-            self.extractor = extractor
-            self.mlp = policy.mlp_extractor
-            self.action_net = policy.action_net
+            if sac:
+                self.actor = policy.actor
+            else:
+                self.extractor = extractor
+                self.mlp = policy.mlp_extractor
+                self.action_net = policy.action_net
             self.register_buffer("mean", torch.as_tensor(mean, dtype=torch.float32))
             self.register_buffer("std", torch.as_tensor(std, dtype=torch.float32))
             self.register_buffer("low", low)
@@ -81,6 +85,9 @@ def _actor(model, norm):
             x = (obs - self.mean) / self.std
             if clip_obs is not None:
                 x = torch.clamp(x, -clip_obs, clip_obs)
+            if sac:  # tanh(mean) in [-1, 1], rescaled to the action space as SB3 does
+                squashed = self.actor(x, deterministic=True)
+                return self.low + 0.5 * (squashed + 1.0) * (self.high - self.low)
             features = self.extractor({group: x} if group is not None else x)
             actions = self.action_net(self.mlp.forward_actor(features))
             return torch.maximum(torch.minimum(actions, self.high), self.low)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from stable_baselines3 import PPO
+from stable_baselines3 import PPO, SAC
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecNormalize
 
@@ -41,10 +41,13 @@ def model_policy(model: BaseAlgorithm, vecnormalize: VecNormalize | None = None)
     return act
 
 
-def load_run(run_dir: str | os.PathLike) -> tuple[PPO, VecNormalize | None, dict[str, Any]]:
-    """The pieces of a `gym-motion train` run folder: the PPO model (``model.zip``, on the
-    CPU), the frozen observation statistics (``vecnormalize.pkl``: a `VecNormalize` without its
-    venv, ``training`` False; None when absent) and config.json (``{}`` when absent).
+def load_run(
+    run_dir: str | os.PathLike,
+) -> tuple[PPO | SAC, VecNormalize | None, dict[str, Any]]:
+    """The pieces of a `gym-motion train` run folder: the model (``model.zip``, on the CPU; PPO,
+    or SAC when config.json's ``train.algo`` says so), the frozen observation statistics
+    (``vecnormalize.pkl``: a `VecNormalize` without its venv, ``training`` False; None when
+    absent) and config.json (``{}`` when absent).
 
     Raises:
         FileNotFoundError: the folder has no model.zip.
@@ -56,7 +59,8 @@ def load_run(run_dir: str | os.PathLike) -> tuple[PPO, VecNormalize | None, dict
     config = {}
     if (run / "config.json").is_file():
         config = json.loads((run / "config.json").read_text())
-    model = PPO.load(
+    algo = {"ppo": PPO, "sac": SAC}[config.get("train", {}).get("algo", "ppo")]
+    model = algo.load(
         model_path,
         device="cpu",
         custom_objects={"learning_rate": 0.0, "lr_schedule": lambda _: 0.0},

@@ -39,6 +39,7 @@ from gym_motion.adapters.run import (
     eval_kwargs,
     jsonable,
     mean_tail,
+    parse_overrides,
     plot_curves,
     print_summary,
     reset_noise_scale,
@@ -79,6 +80,25 @@ PPO_DEFAULTS: dict[str, Any] = {
     "activation": "elu",
 }
 
+# SAC (``--algo sac``) for many envs on a CPU: one gradient step per `gradient_steps` of the
+# envs' transitions, large batches; see the module docstring.
+SAC_DEFAULTS: dict[str, Any] = {
+    "learning_rate": 3e-4,
+    "buffer_size": 1_000_000,
+    "learning_starts": 2048,
+    "batch_size": 1024,
+    "tau": 0.01,
+    "gamma": 0.99,
+    "train_freq": 4,
+    "gradient_steps": 4,
+    "ent_coef": "auto_0.01",
+    "action_bound": 4.0,
+    "net_arch": [512, 256, 128],
+    "activation": "elu",
+}
+ALGOS = ("ppo", "sac")
+SAC_LOG_EVERY = 6144  # env steps per logged row of a SAC run (one default PPO rollout)
+
 
 # `gym-motion train` stops learning after this many minutes (the run, evaluations included,
 # then ends within the 15 minutes promised for a 2-core machine shared with other jobs).
@@ -112,7 +132,10 @@ class TrainConfig:
             busy cores with software EGL: 1.6 s to make for a policy that falls after 1.3 s,
             4 to 8 s for the full 5 s); 0: no video. A video that cannot be made (no OpenGL
             context, no ``imageio-ffmpeg``) is reported in the summary, never an error.
+        algo: "ppo" (default) or "sac" (SB3's SAC; observation mode "policy" only, its actor
+            and critics read the same observation).
         ppo: PPO hyperparameters, `PPO_DEFAULTS` overridden by these keys.
+        sac: SAC hyperparameters, `SAC_DEFAULTS` overridden by these keys.
         backend_kwargs: passed to the backend (e.g. num_threads).
     """
 
@@ -132,16 +155,33 @@ class TrainConfig:
     video_seconds: float = 5.0
     ppo: dict[str, Any] = field(default_factory=dict)
     backend_kwargs: dict[str, Any] = field(default_factory=dict)
+    algo: str = "ppo"
+    sac: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.reset_noise_ramp <= 1.0:
             raise ValueError(f"reset_noise_ramp must be in [0, 1], got {self.reset_noise_ramp}")
+        if self.algo not in ALGOS:
+            raise ValueError(f"algo must be one of {ALGOS}, got {self.algo!r}")
+        if self.algo == "sac" and self.obs_mode != "policy":
+            raise ValueError(
+                "algo 'sac' trains on obs_mode 'policy' (SB3's SAC feeds every observation "
+                f"group to its actor), got obs_mode {self.obs_mode!r}"
+            )
+        self.resolved_ppo()
+        self.resolved_sac()
 
     def resolved_ppo(self) -> dict[str, Any]:
         unknown = set(self.ppo) - set(PPO_DEFAULTS)
         if unknown:
             raise ValueError(f"unknown PPO settings {sorted(unknown)}; known: {list(PPO_DEFAULTS)}")
         return {**PPO_DEFAULTS, **self.ppo}
+
+    def resolved_sac(self) -> dict[str, Any]:
+        unknown = set(self.sac) - set(SAC_DEFAULTS)
+        if unknown:
+            raise ValueError(f"unknown SAC settings {sorted(unknown)}; known: {list(SAC_DEFAULTS)}")
+        return {**SAC_DEFAULTS, **self.sac}
 
 
 class KLAdaptiveLR:
@@ -194,27 +234,41 @@ def make_env(config: TrainConfig, motions: list[str] | None):
         obs_mode=config.obs_mode,
         seed=config.seed,
         backend_kwargs=config.backend_kwargs or None,
+        **({"action_bound": config.resolved_sac()["action_bound"]} if config.algo == "sac" else {}),
     )
     env.reset_noise_scale = reset_noise_scale(0.0, config.reset_noise_ramp)
     return VecNormalize(SB3VecEnv(env), norm_obs=True, norm_reward=False, clip_obs=10.0)
 
 
-def make_model(config: TrainConfig, venv, tensorboard_dir: str | None = None):
-    """A PPO model with `config`'s hyperparameters; returns (model, lr schedule)."""
-    import gymnasium as gym
+ACTIVATIONS = ("elu", "relu", "tanh")
+
+
+def _activation(name: str):
     import torch
-    from stable_baselines3 import PPO
+
+    if name not in ACTIVATIONS:
+        raise ValueError(f"activation must be one of {ACTIVATIONS}, got {name!r}")
+    return {"elu": torch.nn.ELU, "relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}[name]
+
+
+def make_model(config: TrainConfig, venv, tensorboard_dir: str | None = None):
+    """The model of `config.algo` with `config`'s hyperparameters; returns (model, learning-rate
+    schedule: a `KLAdaptiveLR` for PPO, None for SAC)."""
+    import gymnasium as gym
 
     if (config.obs_mode == "dict") != isinstance(venv.observation_space, gym.spaces.Dict):
         raise ValueError(
             f"obs_mode {config.obs_mode!r} needs an env built with obs_mode={config.obs_mode!r}; "
             f"got observation space {venv.observation_space}"
         )
+    if config.algo == "sac":
+        return _make_sac(config, venv, tensorboard_dir), None
+    from stable_baselines3 import PPO
+
     p = config.resolved_ppo()
     rollout = p["n_steps"] * config.num_envs
     batch = max(1, rollout // p["num_minibatches"])
     schedule = KLAdaptiveLR(p["learning_rate"], p["desired_kl"])
-    activations = {"elu": torch.nn.ELU, "relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}
     arch = list(p["net_arch"])
     from gym_motion.adapters.sb3.asymmetric import AsymmetricActorCriticPolicy
 
@@ -234,7 +288,7 @@ def make_model(config: TrainConfig, venv, tensorboard_dir: str | None = None):
         target_kl=p["target_kl"],
         policy_kwargs={
             "net_arch": {"pi": arch, "vf": arch},
-            "activation_fn": activations[p["activation"]],
+            "activation_fn": _activation(p["activation"]),
             "log_std_init": p["log_std_init"],
         },
         tensorboard_log=tensorboard_dir,
@@ -243,6 +297,36 @@ def make_model(config: TrainConfig, venv, tensorboard_dir: str | None = None):
         verbose=0,
     )
     return model, schedule
+
+
+def _make_sac(config: TrainConfig, venv, tensorboard_dir: str | None):
+    """SB3's SAC on the flat policy observation, `SAC_DEFAULTS` overridden by `config.sac`.
+    ``train_freq`` and ``gradient_steps`` count vector steps (each is ``num_envs``
+    transitions); ``action_bound`` is the env's declared action range (SAC squashes into it)."""
+    from stable_baselines3 import SAC
+
+    p = config.resolved_sac()
+    return SAC(
+        "MlpPolicy",
+        venv,
+        learning_rate=p["learning_rate"],
+        buffer_size=p["buffer_size"],
+        learning_starts=p["learning_starts"],
+        batch_size=p["batch_size"],
+        tau=p["tau"],
+        gamma=p["gamma"],
+        train_freq=(p["train_freq"], "step"),
+        gradient_steps=p["gradient_steps"],
+        ent_coef=p["ent_coef"],
+        policy_kwargs={
+            "net_arch": list(p["net_arch"]),
+            "activation_fn": _activation(p["activation"]),
+        },  # fmt: skip
+        tensorboard_log=tensorboard_dir,
+        seed=config.seed,
+        device="cpu",
+        verbose=0,
+    )
 
 
 def resolved_config(config: TrainConfig, motions: list[str]) -> dict[str, Any]:
@@ -254,13 +338,20 @@ def resolved_config(config: TrainConfig, motions: list[str]) -> dict[str, Any]:
     import gym_motion
 
     p = config.resolved_ppo()
+    algo = (
+        {"sac": config.resolved_sac()}
+        if config.algo == "sac"
+        else {
+            "ppo": {
+                **p,
+                "batch_size": max(1, p["n_steps"] * config.num_envs // p["num_minibatches"]),
+                "rollout_size": p["n_steps"] * config.num_envs,
+            }
+        }
+    )
     return {
         "train": {**jsonable(config), "motion": motions},
-        "ppo": {
-            **p,
-            "batch_size": max(1, p["n_steps"] * config.num_envs // p["num_minibatches"]),
-            "rollout_size": p["n_steps"] * config.num_envs,
-        },
+        **algo,
         "env": jsonable(env_cfg_for(config)),
         "versions": {
             "gym_motion": gym_motion.__version__,
@@ -300,17 +391,16 @@ def train(config: TrainConfig) -> dict[str, Any]:
     (out / "config.json").write_text(json.dumps(resolved_config(config, motions), indent=2))
 
     venv = make_env(config, motions)
-    model, _schedule = make_model(config, venv)
+    model, schedule = make_model(config, venv)
     model.set_logger(configure(str(out), ["tensorboard", "csv"]))
-    log_cb = TrackingLogCallback()
+    sac = config.algo == "sac"
+    # SAC "rollouts" are train_freq vector steps: log about once per PPO-sized rollout
+    log_cb = TrackingLogCallback(every_steps=SAC_LOG_EVERY if sac else 0, dump=sac)
     seconds = None if config.max_minutes is None else 60.0 * config.max_minutes
     curriculum = ResetNoiseCurriculum(config.reset_noise_ramp, config.total_steps)
-    callbacks = [
-        curriculum,
-        log_cb,
-        KLAdaptiveLRCallback(_schedule),
-        ProgressBar(config.total_steps),
-    ]
+    callbacks = [curriculum, log_cb, ProgressBar(config.total_steps)]
+    if schedule is not None:
+        callbacks.append(KLAdaptiveLRCallback(schedule))
     budget = None
     if seconds is not None:
         budget = WallClockBudget(seconds)
@@ -326,11 +416,15 @@ def train(config: TrainConfig) -> dict[str, Any]:
     t0 = time.perf_counter()
     interrupted = False
     try:
-        model.learn(config.total_steps, callback=callbacks)
+        # SAC dumps its logs per episode count unless log_interval is None (log_cb dumps)
+        learn_kw = {"log_interval": None} if sac else {}
+        model.learn(config.total_steps, callback=callbacks, **learn_kw)
     except KeyboardInterrupt:
         interrupted = True
         print("\ngym-motion train: interrupted; saving a checkpoint", file=sys.stderr)
     wall = time.perf_counter() - t0
+    if sac and model.logger.name_to_value:
+        model.logger.dump(model.num_timesteps)  # the final evaluation's row, if not yet out
     model.save(out / "model.zip")
     venv.save(str(out / "vecnormalize.pkl"))
     plot_curves(log_cb.history, out / "training_curves.png", evals.history if evals else [])
@@ -405,9 +499,10 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--obs-mode",
         choices=("policy", "dict"),
-        default=d.obs_mode,
-        help="dict: asymmetric actor-critic (actor: policy group, critic: privileged critic "
-        "group); policy: both networks read the policy group",
+        default=None,
+        help="dict (PPO's default): asymmetric actor-critic (actor: policy group, critic: "
+        "privileged critic group); policy (SAC's, the only one for SAC): all networks read the "
+        "policy group",
     )
     p.add_argument(
         "--no-state-estimation", action="store_true", help="154-value policy observation"
@@ -432,6 +527,14 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--ppo", nargs="*", default=[], metavar="KEY=VALUE",
         help=f"override PPO settings ({', '.join(PPO_DEFAULTS)}), values as JSON",
+    )  # fmt: skip
+    p.add_argument(
+        "--algo", choices=ALGOS, default=d.algo,
+        help="with --library sb3: ppo (default) or sac (SB3's SAC, --sac settings)",
+    )  # fmt: skip
+    p.add_argument(
+        "--sac", nargs="*", default=[], metavar="KEY=VALUE",
+        help=f"override SAC settings ({', '.join(SAC_DEFAULTS)}), values as JSON",
     )  # fmt: skip
     p.add_argument(
         "--library", choices=("sb3", "rsl_rl"), default="sb3",
@@ -460,6 +563,8 @@ def _check_backend_options(args: argparse.Namespace) -> None:
 
 def _run_cli(args: argparse.Namespace) -> int:
     _check_backend_options(args)
+    if getattr(args, "library", "sb3") == "rsl_rl" and args.algo != "ppo":
+        raise ValueError(f"--algo {args.algo} is an sb3 algorithm; --library rsl_rl trains PPO")
     if getattr(args, "library", "sb3") == "rsl_rl":
         from gym_motion.adapters.rsl_rl.train import run_cli
 
@@ -467,5 +572,7 @@ def _run_cli(args: argparse.Namespace) -> int:
     config = TrainConfig(
         **config_from_args(args),
         video_seconds=0.0 if args.no_video else TrainConfig.video_seconds,
+        algo=args.algo,
+        sac=parse_overrides(args.sac),
     )
     return print_summary(train(config))

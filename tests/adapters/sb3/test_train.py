@@ -52,11 +52,17 @@ def test_train_cli_flags_and_defaults():
     args.pop("func")
     assert args == {
         "command": "train", "motion": [], "num_envs": 256, "total_steps": 3_000_000,
-        "max_minutes": 12.0, "backend": "mujoco", "seed": 0, "out": None, "obs_mode": "dict",
+        "max_minutes": 12.0, "backend": "mujoco", "seed": 0, "out": None, "obs_mode": None,
         "no_state_estimation": False, "num_threads": None, "reset_noise_ramp": 0.5, "ppo": [],
         "eval_every": 500_000, "no_video": False, "library": "sb3", "device": "cpu",
-        "distributed": False,
+        "distributed": False, "algo": "ppo", "sac": [],
     }  # fmt: skip
+    # the observation mode follows the algorithm unless given
+    from gym_motion.adapters.run import config_from_args
+
+    for argv, mode in ((["train"], "dict"), (["train", "--algo", "sac"], "policy"),
+                       (["train", "--obs-mode", "policy"], "policy")):  # fmt: skip
+        assert config_from_args(build_parser().parse_args(argv))["obs_mode"] == mode
 
 
 @pytest.fixture(scope="module")
@@ -154,3 +160,58 @@ def test_cli_user_errors_are_one_line_with_exit_code_2(tiny_run, capsys):
     assert main(["eval", "--policy", "zero", "--backend", "mjx", "--max-seconds", "0.1"]) == 2
     err = capsys.readouterr().err
     assert "unknown backend 'mjx'" in err and "Traceback" not in err
+
+
+def test_sac_run_logs_evaluates_and_exports(tmp_path, monkeypatch, capsys):
+    import numpy as np
+
+    from gym_motion.adapters.sb3 import train as train_module
+    from gym_motion.adapters.sb3.policy import load_run, load_run_policy
+    from gym_motion.evaluate import evaluate
+
+    with pytest.raises(ValueError, match="algo 'sac' trains on obs_mode 'policy'"):
+        TrainConfig(algo="sac")
+    with pytest.raises(ValueError, match=r"unknown SAC settings \['n_steps'\]"):
+        TrainConfig(algo="sac", obs_mode="policy", sac={"n_steps": 8})
+    assert main(["train", "--library", "rsl_rl", "--algo", "sac"]) == 2
+    assert "--algo sac is an sb3 algorithm" in capsys.readouterr().err
+
+    monkeypatch.setattr(train_module, "SAC_LOG_EVERY", 256)
+    out = tmp_path / "sac"
+    summary = train(TrainConfig(
+        num_envs=4, total_steps=1200, algo="sac", obs_mode="policy", out=str(out),
+        eval_every_steps=600, video_seconds=0.0,
+        sac={"learning_starts": 256, "batch_size": 64, "net_arch": [32, 32]},
+    ))  # fmt: skip
+    assert summary["env_steps"] == 1200 and set(summary["after_vs_before"])
+    model, norm, config = load_run(out)
+    assert type(model).__name__ == "SAC" and config["train"]["algo"] == "sac"
+    assert config["sac"]["action_bound"] == 4.0 and "ppo" not in config
+    np.testing.assert_array_equal(model.action_space.high, 4.0)
+    with open(out / "progress.csv") as f:
+        rows = list(csv.DictReader(f))
+    # a row per 256 env steps (64 vector steps of 4 envs), the evaluations in them
+    assert len(rows) >= 4 and all(r["train/ent_coef"] for r in rows[1:])
+    assert [r["eval/episode_length"] != "" for r in rows].count(True) == 2
+    assert all(float(r["episode/length"]) > 0 for r in rows if r["episode/length"])
+    assert evaluate(out)["mean"] == pytest.approx(summary["after"]["mean"])
+
+    pytest.importorskip("onnxruntime")
+    from gym_motion.deploy import OnnxPolicy
+    from gym_motion.deploy.export import export_run
+    from gym_motion.envs.config import eval_cfg
+    from gym_motion.envs.tracking import TrackingVecEnv
+
+    export_run(out, out / "p.onnx")
+    policy, _ = load_run_policy(out)
+    env = TrackingVecEnv(2, cfg=eval_cfg(), obs_mode="policy", seed=0)
+    try:
+        onnx_policy = OnnxPolicy(out / "p.onnx").bind(env)
+        obs, _ = env.reset(seed=0)
+        for _ in range(10):
+            want = policy(obs)
+            assert np.abs(want).max() <= 4.0
+            np.testing.assert_allclose(onnx_policy(obs), want, atol=1e-5, rtol=0)
+            obs, *_ = env.step(want)
+    finally:
+        env.close()
