@@ -186,8 +186,8 @@ def test_sac_run_logs_evaluates_and_exports(tmp_path, monkeypatch, capsys):
     assert summary["env_steps"] == 1200 and set(summary["after_vs_before"])
     model, norm, config = load_run(out)
     assert type(model).__name__ == "SAC" and config["train"]["algo"] == "sac"
-    assert config["sac"]["action_bound"] == 4.0 and "ppo" not in config
-    np.testing.assert_array_equal(model.action_space.high, 4.0)
+    assert config["sac"]["action_bound"] == 1.0 and "ppo" not in config
+    np.testing.assert_array_equal(model.action_space.high, 1.0)
     with open(out / "progress.csv") as f:
         rows = list(csv.DictReader(f))
     # a row per 256 env steps (64 vector steps of 4 envs), the evaluations in them
@@ -210,7 +210,7 @@ def test_sac_run_logs_evaluates_and_exports(tmp_path, monkeypatch, capsys):
         obs, _ = env.reset(seed=0)
         for _ in range(10):
             want = policy(obs)
-            assert np.abs(want).max() <= 4.0
+            assert np.abs(want).max() <= 1.0
             np.testing.assert_allclose(onnx_policy(obs), want, atol=1e-5, rtol=0)
             obs, *_ = env.step(want)
     finally:
