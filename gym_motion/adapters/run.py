@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "TRAIN_SAMPLING",
     "after_vs_before",
     "config_from_args",
     "eval_kwargs",
@@ -28,8 +29,31 @@ __all__ = [
     "reset_noise_scale",
     "run_folder",
     "stopped_by",
+    "task_cfg",
     "train_motions",
 ]
+
+
+# Where training episodes start: `gym-motion train` defaults to uniform (measured: docs/
+# measurements.md, "Learning at equal steps"); "adaptive" is docs/task.md section 10's mixture.
+TRAIN_SAMPLING = ("uniform", "adaptive")
+
+
+def task_cfg(config: Any):
+    """The training task (`TrackingEnvCfg`) of a run's ``TrainConfig``: the default task with
+    its ``state_estimation`` and its ``sampling`` mode ("uniform" or "adaptive").
+
+    Raises:
+        ValueError: another sampling mode.
+    """
+    from dataclasses import replace
+
+    from gym_motion.envs.config import TrackingEnvCfg
+
+    if config.sampling not in TRAIN_SAMPLING:
+        raise ValueError(f"sampling must be one of {TRAIN_SAMPLING}, got {config.sampling!r}")
+    cfg = TrackingEnvCfg(state_estimation=config.state_estimation)
+    return replace(cfg, sampling=replace(cfg.sampling, mode=config.sampling))
 
 
 def reset_noise_scale(progress: float, ramp: float) -> float:
@@ -190,6 +214,7 @@ def config_from_args(args: argparse.Namespace) -> dict[str, Any]:
         "state_estimation": not args.no_state_estimation,
         "reset_noise_ramp": args.reset_noise_ramp,
         "eval_every_steps": args.eval_every,
+        "sampling": args.sampling,
         "ppo": parse_overrides(args.ppo),
         "backend_kwargs": {"num_threads": args.num_threads} if args.num_threads else {},
     }

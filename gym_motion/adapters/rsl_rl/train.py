@@ -51,6 +51,7 @@ from gym_motion.adapters.run import (
     reset_noise_scale,
     run_folder,
     stopped_by,
+    task_cfg,
     train_motions,
 )
 
@@ -83,6 +84,8 @@ class TrainConfig:
             to full (0: full from the first step).
         eval_every_steps: deterministic evaluation from the clip start every this many env
             steps and at the end (0: off).
+        sampling: where training episodes start: "uniform" (default) or "adaptive"
+            (`gym_motion.adapters.run.task_cfg`).
         ppo: keys of `PPO_DEFAULTS` to change.
         distributed: one rank of a ``torchrun`` run: device ``cuda:LOCAL_RANK``, seed + rank,
             the rank's block of CPU cores, rank 0 alone writes and evaluates (`train`).
@@ -102,6 +105,7 @@ class TrainConfig:
     eval_max_seconds: float | None = None
     reset_noise_ramp: float = 0.5
     eval_every_steps: int = 500_000
+    sampling: str = "uniform"
     ppo: dict[str, Any] = field(default_factory=dict)
     backend_kwargs: dict[str, Any] = field(default_factory=dict)
     distributed: bool = False
@@ -122,14 +126,13 @@ class TrainConfig:
 def make_env(config: TrainConfig, motions: list[str] | None):
     """The training env: `TrackingVecEnv` (SAME_STEP) -> `RslRlVecEnv` on ``config.device``."""
     from gym_motion.adapters.rsl_rl.vec_env import RslRlVecEnv
-    from gym_motion.envs.config import TrackingEnvCfg
     from gym_motion.envs.tracking import TrackingVecEnv
 
     env = TrackingVecEnv(
         num_envs=config.num_envs,
         motion=motions or None,
         backend=config.backend,
-        cfg=TrackingEnvCfg(state_estimation=config.state_estimation),
+        cfg=task_cfg(config),
         autoreset_mode="same_step",
         obs_mode=config.obs_mode,
         seed=config.seed,

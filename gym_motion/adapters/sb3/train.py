@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from gym_motion.adapters.run import (
+    TRAIN_SAMPLING,
     after_vs_before,
     config_from_args,
     eval_kwargs,
@@ -51,6 +52,7 @@ from gym_motion.adapters.run import (
     reset_noise_scale,
     run_folder,
     stopped_by,
+    task_cfg,
     train_motions,
 )
 
@@ -136,6 +138,9 @@ class TrainConfig:
         eval_every_steps: a deterministic evaluation from the clip start (`eval_kw` as the
             before/after ones) every this many env steps and at the end, logged as ``eval/*``
             and drawn in the curves PNG; 0 turns it off.
+        sampling: where training episodes start along the clips: "uniform" (default) or
+            "adaptive" (docs/task.md section 10's failure-weighted mixture; see the module
+            docstring for why it is not the default here).
         video_seconds: length of ``final_eval.mp4``, s (320x240 at 25 fps; measured on 2
             busy cores with software EGL: 1.6 s to make for a policy that falls after 1.3 s,
             4 to 8 s for the full 5 s); 0: no video. A video that cannot be made (no OpenGL
@@ -160,6 +165,7 @@ class TrainConfig:
     eval_max_seconds: float | None = None
     reset_noise_ramp: float = 0.5
     eval_every_steps: int = 500_000
+    sampling: str = "uniform"
     video_seconds: float = 5.0
     ppo: dict[str, Any] = field(default_factory=dict)
     backend_kwargs: dict[str, Any] = field(default_factory=dict)
@@ -169,6 +175,8 @@ class TrainConfig:
     def __post_init__(self) -> None:
         if not 0.0 <= self.reset_noise_ramp <= 1.0:
             raise ValueError(f"reset_noise_ramp must be in [0, 1], got {self.reset_noise_ramp}")
+        if self.sampling not in TRAIN_SAMPLING:
+            raise ValueError(f"sampling must be one of {TRAIN_SAMPLING}, got {self.sampling!r}")
         if self.algo not in ALGOS:
             raise ValueError(f"algo must be one of {ALGOS}, got {self.algo!r}")
         if self.algo == "sac" and self.obs_mode != "policy":
@@ -219,10 +227,8 @@ class KLAdaptiveLR:
 
 
 def env_cfg_for(config: TrainConfig):
-    """The training task config (`TrackingEnvCfg` with the run's state-estimation choice)."""
-    from gym_motion.envs.config import TrackingEnvCfg
-
-    return TrackingEnvCfg(state_estimation=config.state_estimation)
+    """The training task config (`gym_motion.adapters.run.task_cfg`)."""
+    return task_cfg(config)
 
 
 def make_env(config: TrainConfig, motions: list[str] | None):
@@ -527,6 +533,11 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
         "--eval-every", type=int, default=d.eval_every_steps, metavar="STEPS",
         help="deterministic evaluation from the clip start every STEPS env steps, in the logs "
         "and curves (0: off; default %(default)s)",
+    )  # fmt: skip
+    p.add_argument(
+        "--sampling", choices=TRAIN_SAMPLING, default=d.sampling,
+        help="where training episodes start along the clips: uniform (default) or adaptive "
+        "(failure-weighted, docs/task.md section 10)",
     )  # fmt: skip
     p.add_argument(
         "--no-video", action="store_true",

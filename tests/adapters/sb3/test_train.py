@@ -55,7 +55,7 @@ def test_train_cli_flags_and_defaults():
         "max_minutes": 12.0, "backend": "mujoco", "seed": 0, "out": None, "obs_mode": None,
         "no_state_estimation": False, "num_threads": None, "reset_noise_ramp": 0.5, "ppo": [],
         "eval_every": 500_000, "no_video": False, "library": "sb3", "device": "cpu",
-        "distributed": False, "algo": "ppo", "sac": [],
+        "distributed": False, "algo": "ppo", "sac": [], "sampling": "uniform",
     }  # fmt: skip
     # the observation mode follows the algorithm unless given
     from gym_motion.adapters.run import config_from_args
@@ -215,3 +215,19 @@ def test_sac_run_logs_evaluates_and_exports(tmp_path, monkeypatch, capsys):
             obs, *_ = env.step(want)
     finally:
         env.close()
+
+
+def test_training_sampling_follows_the_config():
+    from gym_motion.adapters.run import task_cfg
+    from gym_motion.adapters.sb3.train import make_env
+    from gym_motion.envs.config import TrackingEnvCfg
+    from gym_motion.motion import DEFAULT_MOTION_PATH
+
+    assert task_cfg(TrainConfig()).sampling.mode == "uniform"
+    assert task_cfg(TrainConfig(sampling="adaptive")).sampling == TrackingEnvCfg().sampling
+    with pytest.raises(ValueError, match="sampling must be one of"):
+        TrainConfig(sampling="start")
+    for mode in ("uniform", "adaptive"):
+        venv = make_env(TrainConfig(num_envs=2, sampling=mode), [str(DEFAULT_MOTION_PATH)])
+        assert venv.unwrapped.venv.command.sampler.mode == mode
+        venv.close()
