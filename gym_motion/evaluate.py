@@ -427,8 +427,11 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     p.add_argument("--motion", nargs="+", default=None, metavar="CLIP", help="clip npz(s)")
     p.add_argument("--episodes", type=int, default=1, help="episodes per clip (in parallel)")
-    p.add_argument("--policy", choices=("model", "zero"), default=None,
-                   help="model (with --model) or zero (the zero action)")  # fmt: skip
+    p.add_argument(
+        "--policy", choices=("model", "zero", "tracker"), default=None,
+        help="model (with --model), zero (the zero action) or tracker (the ONNX policy shipped "
+        "for the embedded default motion, gym_motion.deploy.DEFAULT_POLICY_PATH)",
+    )  # fmt: skip
     p.add_argument(
         "--env-id", default=None, choices=_env_ids(),
         help="the env whose policy observation the policy reads (160 values, or 154 for "
@@ -464,6 +467,13 @@ def _env_id_state_estimation(env_id: str) -> bool:
 
 
 def _run_cli(args: argparse.Namespace) -> int:
+    if args.policy == "tracker":
+        if args.onnx is not None or args.model is not None:
+            raise SystemExit("gym-motion eval: --policy tracker runs the shipped ONNX policy; "
+                             "drop --model/--onnx")  # fmt: skip
+        from gym_motion.deploy import DEFAULT_POLICY_PATH
+
+        args.onnx, args.policy = str(DEFAULT_POLICY_PATH), None
     if args.onnx is not None and (args.model is not None or args.policy is not None):
         raise SystemExit("gym-motion eval: --onnx runs the ONNX policy; drop --model/--policy")
     if args.policy_meta is not None and args.onnx is None:

@@ -311,8 +311,11 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
         "--policy-meta", default=None, metavar="META.yaml",
         help="deploy metadata for --onnx as YAML/JSON; its keys override the file's",
     )  # fmt: skip
-    p.add_argument("--policy", choices=("model", "zero"), default=None,
-                   help="model (with --model) or zero (the zero action)")  # fmt: skip
+    p.add_argument(
+        "--policy", choices=("model", "zero", "tracker"), default=None,
+        help="model (with --model), zero (the zero action) or tracker (the ONNX policy shipped "
+        "for the embedded default motion, gym_motion.deploy.DEFAULT_POLICY_PATH)",
+    )  # fmt: skip
     p.add_argument(
         "--motion", default=None, metavar="CLIP",
         help="clip npz (default: the run's first training clip, else the embedded default)",
@@ -337,6 +340,13 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run_cli(args: argparse.Namespace) -> int:
+    if args.policy == "tracker":
+        if args.onnx is not None or args.model is not None:
+            raise SystemExit("gym-motion render: --policy tracker runs the shipped ONNX policy; "
+                             "drop --model/--onnx")  # fmt: skip
+        from gym_motion.deploy import DEFAULT_POLICY_PATH
+
+        args.onnx, args.policy = str(DEFAULT_POLICY_PATH), None
     from gym_motion.render import RenderCfg
 
     if args.onnx is not None and (args.model is not None or args.policy is not None):

@@ -478,3 +478,23 @@ def test_run_task_cfg_reads_tagged_and_plain_configs_and_refuses_another_robot(t
     (tmp_path / "model.zip").write_bytes(b"")
     with pytest.raises(FileNotFoundError, match="config.json is needed for the deploy metadata"):
         export_run(tmp_path, tmp_path / "p.onnx")
+
+
+# ---------------------------------------------------------------------------------------------
+# the shipped tracker
+
+
+def test_the_shipped_tracker_finishes_the_default_motion(tmp_path, capsys):
+    from gym_motion.deploy import DEFAULT_POLICY_PATH
+
+    meta = props(DEFAULT_POLICY_PATH)
+    assert {k: meta[k] for k in METADATA_KEYS} == deploy_metadata(TrackingEnvCfg())
+    assert DEFAULT_POLICY_PATH.stat().st_size < 2_000_000
+    out = tmp_path / "tracker.json"
+    assert main(["eval", "--policy", "tracker", "--json", str(out)]) == 0
+    (clip,) = json.loads(out.read_text())["clips"].values()
+    assert clip["success_rate"] == 1.0 and clip["terminations"][0]["causes"] == ["time_out"]
+    assert clip["episode_length"] == clip["max_episode_steps"] == 400
+    assert clip["mpkpe_mm"] <= 80.0
+    with pytest.raises(SystemExit, match="--policy tracker runs the shipped ONNX policy"):
+        main(["eval", "--policy", "tracker", "--onnx", str(DEFAULT_POLICY_PATH)])

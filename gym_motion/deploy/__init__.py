@@ -3,6 +3,7 @@ bodies, observation terms) and ONNX policies from any trainer run in a gym_motio
 
 - `metadata`: `PolicyMeta` (read), `deploy_metadata` (write), `PolicyMapping` (a policy's
   conventions mapped onto an env's). NumPy only.
+- `DEFAULT_POLICY_PATH`: the shipped ONNX tracker of the embedded default motion.
 - `onnx_policy`: `OnnxPolicy`, an ONNX file run with onnxruntime (the ``[onnx]`` extra) and
   bound to an env for `gym_motion.evaluate`.
 
@@ -13,6 +14,7 @@ bodies, observation terms) and ONNX policies from any trainer run in a gym_motio
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 from typing import Any
 
 from gym_motion.deploy.metadata import (
@@ -24,7 +26,15 @@ from gym_motion.deploy.metadata import (
     format_numbers,
 )
 
+# A PPO policy that tracks the embedded default motion to its end (400/400 steps, MPKPE 57.5 mm;
+# `gym-motion eval --policy tracker`), exported with its deploy metadata; how it was trained is
+# in its "training" metadata and the README.
+DEFAULT_POLICY_PATH = (
+    Path(__file__).resolve().parents[1] / "assets" / "policies" / "default_tracker.onnx"
+)
+
 __all__ = [
+    "DEFAULT_POLICY_PATH",
     "DEPLOY_OBS_NAMES",
     "METADATA_KEYS",
     "OnnxPolicy",
