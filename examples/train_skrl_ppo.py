@@ -115,9 +115,16 @@ def main(argv: list[str] | None = None) -> PPO:
         device=device,
         cfg=cfg,
     )
-    # skrl's defaults: not headless, so it renders every step through env.call("render")
-    trainer = SequentialTrainer(env=env, agents=agent, cfg={"timesteps": args.timesteps})
-    trainer.train()
+    # skrl's defaults: not headless, so it renders every step through env.call("render"). The env
+    # is closed here, not by skrl's exit hook (which logs to a stream that may be closed by then)
+    trainer = SequentialTrainer(
+        env=env, agents=agent,
+        cfg={"timesteps": args.timesteps, "close_environment_at_exit": False},
+    )  # fmt: skip
+    try:
+        trainer.train()
+    finally:
+        env.close()
     return agent
 
 

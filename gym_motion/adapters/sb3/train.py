@@ -139,8 +139,8 @@ class TrainConfig:
             before/after ones) every this many env steps and at the end, logged as ``eval/*``
             and drawn in the curves PNG; 0 turns it off.
         sampling: where training episodes start along the clips: "uniform" (default) or
-            "adaptive" (docs/task.md section 10's failure-weighted mixture; see the module
-            docstring for why it is not the default here).
+            "adaptive" (docs/task.md section 10's failure-weighted mixture; why it is not the
+            default here: docs/measurements.md, "Learning at equal steps").
         video_seconds: length of ``final_eval.mp4``, s (320x240 at 25 fps; measured on 2
             busy cores with software EGL: 1.6 s to make for a policy that falls after 1.3 s,
             4 to 8 s for the full 5 s); 0: no video. A video that cannot be made (no OpenGL
