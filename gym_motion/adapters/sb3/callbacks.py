@@ -237,11 +237,18 @@ class PeriodicEvaluation(BaseCallback):
 
     KEYS = ("episode_length", "success_rate", "mpkpe_mm", "tracking_reward_per_clip_step")
 
-    def __init__(self, every_steps: int, evaluate: Callable[[], dict[str, Any]], verbose: int = 0):
+    def __init__(
+        self,
+        every_steps: int,
+        evaluate: Callable[[], dict[str, Any]],
+        verbose: int = 0,
+        dump: bool = False,
+    ):
         super().__init__(verbose)
         if every_steps < 1:
             raise ValueError(f"every_steps must be >= 1, got {every_steps}")
         self.every_steps = int(every_steps)
+        self.dump = bool(dump)  # write the row at once (off-policy runs dump only on request)
         self._evaluate = evaluate
         self._next = self.every_steps
         self.history: list[dict[str, float]] = []
@@ -252,6 +259,8 @@ class PeriodicEvaluation(BaseCallback):
         for key, value in values.items():
             self.logger.record(key, value)
         self.history.append({"timesteps": float(self.num_timesteps), **values})
+        if self.dump:
+            self.logger.dump(self.num_timesteps)
 
     def _on_step(self) -> bool:
         return True

@@ -424,6 +424,7 @@ def train(config: TrainConfig) -> dict[str, Any]:
         evals = PeriodicEvaluation(
             config.eval_every_steps,
             lambda: evaluate_policy_on_clips(motions, model_policy(model, venv), **eval_kw),
+            dump=sac,
         )
         callbacks.append(evals)
 
@@ -492,10 +493,11 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     d = TrainConfig()
     p = subparsers.add_parser(
         "train",
-        help="train a PPO tracking policy with Stable-Baselines3",
+        help="train a tracking policy (PPO or SAC with Stable-Baselines3, or rsl_rl's PPO)",
         description="PPO (BeyondMimic/rsl_rl hyperparameters, see "
-        "gym_motion.adapters.sb3.train) on the G1 tracking task; writes model, normalisation "
-        "stats, TensorBoard logs, config, summary and curves to the run folder.",
+        "gym_motion.adapters.sb3.train) on the G1 tracking task, or SAC (--algo sac), or "
+        "rsl_rl's PPO (--library rsl_rl); writes model, normalisation stats, TensorBoard logs, "
+        "config, summary and curves to the run folder.",
     )
     p.add_argument(
         "--motion", nargs="+", default=[], metavar="CLIP", help="clip npz(s) or folders "
@@ -545,7 +547,8 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     p.add_argument(
         "--ppo", nargs="*", default=[], metavar="KEY=VALUE",
-        help=f"override PPO settings ({', '.join(PPO_DEFAULTS)}), values as JSON",
+        help=f"override PPO settings ({', '.join(PPO_DEFAULTS)}; with --library rsl_rl the "
+        "keys of gym_motion.adapters.rsl_rl.config.PPO_DEFAULTS), values as JSON",
     )  # fmt: skip
     p.add_argument(
         "--algo", choices=ALGOS, default=d.algo,
