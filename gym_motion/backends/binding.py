@@ -24,6 +24,7 @@ __all__ = [
     "SELF_CONTACT_SENSOR",
     "BoundIds",
     "bind_ids",
+    "check_backend_args",
     "check_field_values",
     "check_model_field",
     "resolve_env_ids",
@@ -47,6 +48,21 @@ _CONDATA_SIZES = (1, 3, 3, 1, 3, 3, 3)  # found, force, torque, dist, pos, norma
 _REDUCE_NETFORCE = 3
 _FREE = int(mujoco.mjtJoint.mjJNT_FREE)
 _HINGE, _SLIDE = int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)
+
+
+def check_backend_args(model: mujoco.MjModel, num_envs: int, decimation: int) -> None:
+    """The constructor arguments every backend shares.
+
+    Raises:
+        TypeError: `model` is not a ``mujoco.MjModel``.
+        ValueError: `num_envs` or `decimation` (substeps per control step) below 1.
+    """
+    if not isinstance(model, mujoco.MjModel):
+        raise TypeError(f"model must be a mujoco.MjModel, got {type(model).__name__}")
+    if num_envs < 1:
+        raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+    if decimation < 1:
+        raise ValueError(f"decimation must be >= 1, got {decimation}")
 
 
 def resolve_env_ids(env_ids: np.ndarray, num_envs: int, unique: bool = False) -> np.ndarray:

@@ -92,6 +92,7 @@ from gym_motion.backends.binding import (
     MODEL_FIELDS,
     SELF_CONTACT_SENSOR,  # noqa: F401 - re-exported: gym_motion.backends.mjwarp.SELF_CONTACT_SENSOR
     bind_ids,
+    check_backend_args,
     check_field_values,
     check_model_field,
     resolve_env_ids,
@@ -512,10 +513,7 @@ class MjWarpBackend:
         contact_sensor_maxmatch: int | None = None,
         capture: bool | None = None,
     ):
-        if num_envs < 1:
-            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
-        if decimation < 1:
-            raise ValueError(f"decimation must be >= 1, got {decimation}")
+        check_backend_args(model, num_envs, decimation)
         if nconmax < 1 or njmax < 1:
             raise ValueError(f"nconmax and njmax must be >= 1, got {nconmax}, {njmax}")
         if on_overflow not in ("raise", "terminate"):

@@ -30,6 +30,7 @@ from gym_motion.backends.base import BodyState
 from gym_motion.backends.binding import (
     SELF_CONTACT_SENSOR,
     bind_ids,
+    check_backend_args,
     check_field_values,
     check_model_field,
     resolve_env_ids,
@@ -350,12 +351,7 @@ class MujocoBackend:
         cpu_ids: Sequence[int] | None = None,
         self_contact_threshold: float | None = 10.0,
     ) -> None:
-        if not isinstance(model, mujoco.MjModel):
-            raise TypeError(f"model must be a mujoco.MjModel, got {type(model).__name__}")
-        if num_envs < 1:
-            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
-        if decimation < 1:
-            raise ValueError(f"decimation must be >= 1, got {decimation}")
+        check_backend_args(model, num_envs, decimation)
         self.model = model = model.__copy__()
         self.num_envs = int(num_envs)
         self._all_rows = np.arange(self.num_envs, dtype=np.int64)
