@@ -43,6 +43,7 @@ from gym_motion.backends.threads import (
     resolve_thread_budget,
     thread_ids,
 )
+from gym_motion.kernels.dispatch import row_kernel
 from gym_motion.kernels.quat import quat_mul, quat_rotate
 
 __all__ = ["MujocoBackend", "add_self_contact_sensor", "SELF_CONTACT_SENSOR"]
@@ -87,7 +88,7 @@ def add_self_contact_sensor(
 # --------------------------------------------------------------------------------------------
 
 
-@nb.njit(cache=True, parallel=True)
+@row_kernel
 def _body_state_kernel(
     qpos,
     qvel,
@@ -251,7 +252,7 @@ def _body_state_kernel(
             jvel_out[e, k] = qvel[e, joint_dadr[k]]
 
 
-@nb.njit(cache=True, parallel=True)
+@row_kernel
 def _post_step_kernel(
     qpos, qvel, warning, bad_warnings, failed, sens, cols, use_norm, threshold, vmax,
     nonfinite, counts,

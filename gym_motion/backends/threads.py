@@ -13,16 +13,15 @@ that block has CPUs (oversubscription cost the seed project 2.5x).
   ``numba.set_num_threads`` is per calling thread: the thread that builds the backend should be
   the one that steps the env.
 - Numba's pool is sized to the batch for each env call (`NumbaThreads`, around every ``step``
-  and ``reset`` of the env): one thread per `MIN_ROWS_PER_NUMBA_THREAD` rows, so small batches
-  run every kernel on the calling thread. A parallel launch wakes the pool's workers: ~2 us when
-  they spin, ~70 us when they sleep, and up to whole scheduler time slices when other processes
-  hold the CPUs (measured 0.2-0.7 ms a launch on a loaded 2-core machine, against 1.4-2.5 us on
-  one thread), while a step's ~35 kernels do ~3-6 us of work per row in all. With the OpenMP
-  (Numba's default where libgomp exists) and TBB layers a pool sized to one thread runs in the
-  caller and wakes no one; the ``workqueue`` layer still hands the work to a worker (75 us a
-  call either way), so there the saving needs ``NUMBA_THREADING_LAYER=omp`` (or tbb). The
-  compiled kernels are the same at any thread count and each kernel writes every row on its
-  own, so results are bit-identical across pool sizes.
+  and ``reset`` of the env): one thread per `MIN_ROWS_PER_NUMBA_THREAD` rows, and below two
+  threads' worth no parallel launch at all: the kernels' serial builds run on the calling thread
+  (`gym_motion.kernels.dispatch`). A parallel launch wakes the pool's workers: ~2 us when they
+  spin, ~70 us when they sleep, and up to whole scheduler time slices when other processes hold
+  the CPUs (measured 0.2-0.7 ms a launch on a loaded 2-core machine), and even a pool of one
+  thread costs ~1.4 us a launch against ~0.4 us for a serial call, while a step's ~35 kernels
+  do ~3-6 us of work per row in all. The serial path needs no particular threading layer.
+  Each kernel writes every row on its own and the builds compile the same code, so results
+  are bit-identical across pool sizes and builds.
 """
 
 from __future__ import annotations
@@ -34,6 +33,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numba
+
+from gym_motion.kernels.dispatch import serial_rows
 
 __all__ = [
     "MIN_ROWS_PER_NUMBA_THREAD",
@@ -172,22 +173,25 @@ class NumbaThreads:
 
     ``NumbaThreads.for_rows(n)`` sizes it to a batch of `n` rows with the calling thread's
     current pool (`numba.get_num_threads`, i.e. the `ThreadBudget` or the user's
-    ``NUMBA_NUM_THREADS``) as the ceiling. Entering sets the thread-local count (only when it
-    differs) and exiting restores the previous one, also on an exception; nesting is allowed.
-    Entering costs ~2-5 us (Numba's thread-local get and set).
+    ``NUMBA_NUM_THREADS``) as the ceiling. With one thread the row kernels run their serial
+    builds (`gym_motion.kernels.dispatch.serial_rows`: no parallel launch at all, and Numba's
+    pool is left as it is); with more, the parallel builds run on a pool of that size (set only
+    when it differs). Exiting restores the previous choice, also on an exception; nesting is
+    allowed.
 
     Example:
         >>> with NumbaThreads(1):  # doctest: +SKIP
-        ...     kernel(rows, out)  # runs on the calling thread, wakes no worker (omp, tbb)
+        ...     kernel(rows, out)  # the serial build, on the calling thread
     """
 
-    __slots__ = ("threads", "_previous")
+    __slots__ = ("threads", "_serial", "_previous")
 
     def __init__(self, threads: int):
         if threads < 1:
             raise ValueError(f"threads must be >= 1, got {threads}")
         self.threads = int(threads)
-        self._previous: list[int] = []
+        self._serial = serial_rows(self.threads == 1)
+        self._previous: list[int | None] = []
 
     @classmethod
     def for_rows(cls, num_rows: int) -> NumbaThreads:
@@ -195,14 +199,18 @@ class NumbaThreads:
         return cls(numba_threads_for(num_rows, numba.get_num_threads()))
 
     def __enter__(self) -> NumbaThreads:
-        previous = numba.get_num_threads()
+        self._serial.__enter__()
+        previous = None
+        if self.threads > 1:
+            previous = numba.get_num_threads()
+            threads = min(self.threads, numba.config.NUMBA_NUM_THREADS)
+            if threads != previous:
+                numba.set_num_threads(threads)
         self._previous.append(previous)
-        threads = min(self.threads, numba.config.NUMBA_NUM_THREADS)
-        if threads != previous:
-            numba.set_num_threads(threads)
         return self
 
     def __exit__(self, *exc) -> None:
         previous = self._previous.pop()
-        if previous != min(self.threads, numba.config.NUMBA_NUM_THREADS):
+        if previous is not None and previous != numba.get_num_threads():
             numba.set_num_threads(previous)
+        self._serial.__exit__(*exc)

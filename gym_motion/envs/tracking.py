@@ -316,7 +316,6 @@ class TrackingVecEnv(VectorEnv):
 
         # 3-4: reference, terminations, rewards, episode sums
         clip_end = self.command.advance().copy()
-        self.command.refresh()
         t = self._lap("command", t)
         terminated = self.terminations.compute().copy()
         terminated |= nonfinite

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import math
 
-from numba import njit, prange
+from numba import prange
 
+from gym_motion.kernels.dispatch import row_kernel
 from gym_motion.kernels.quat import quat_angle_between
 
 TRACKING_ERRORS: tuple[str, ...] = (
@@ -20,7 +21,7 @@ TRACKING_ERRORS: tuple[str, ...] = (
 )
 
 
-@njit(parallel=True, cache=True)
+@row_kernel
 def tracking_errors(
     ref_pos_w,
     ref_quat_w,

@@ -5,12 +5,13 @@ Outputs are 2-D (N, D) float32 views into the observation buffer (column slices 
 
 from __future__ import annotations
 
-from numba import njit, prange
+from numba import prange
 
+from gym_motion.kernels.dispatch import row_kernel
 from gym_motion.kernels.quat import quat_mul, quat_rotate_inverse, quat_to_matrix
 
 
-@njit(parallel=True, cache=True)
+@row_kernel
 def pos_in_frame(frame_pos_w, frame_quat_w, pos_w, out):
     """Positions of B points in a frame: ``out[i, 3b:3b+3] = R_i^T (pos_w[i, b] - frame_pos_w[i])``.
 
@@ -37,7 +38,7 @@ def pos_in_frame(frame_pos_w, frame_quat_w, pos_w, out):
             out[i, 3 * b + 2] = z
 
 
-@njit(parallel=True, cache=True)
+@row_kernel
 def vec_in_frame(frame_quat_w, vec_w, out):
     """Free vectors (velocities) in a frame: ``out[i, 3b:3b+3] = R_i^T vec_w[i, b]``.
 
@@ -56,7 +57,7 @@ def vec_in_frame(frame_quat_w, vec_w, out):
             out[i, 3 * b + 2] = z
 
 
-@njit(parallel=True, cache=True)
+@row_kernel
 def ori_in_frame_6d(frame_quat_w, quat_w, out):
     """Orientations in a frame as the first two columns of R(q_frame^-1 q), row-major.
 
@@ -82,7 +83,7 @@ def ori_in_frame_6d(frame_quat_w, quat_w, out):
             out[i, o + 5] = m[7]
 
 
-@njit(parallel=True, cache=True)
+@row_kernel
 def add_uniform_noise(obs, unit_random, scale):
     """``obs += (2 u - 1) * scale``: uniform noise in [-scale, scale] per column.
 

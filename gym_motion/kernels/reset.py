@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import math
 
-from numba import njit, prange
+from numba import prange
 
+from gym_motion.kernels.dispatch import row_kernel
 from gym_motion.kernels.quat import quat_mul, quat_rotate_inverse
 
 
-@njit(parallel=True, cache=True)
+@row_kernel
 def rsi_state(
     ref_root_pos_w,
     ref_root_quat_w,

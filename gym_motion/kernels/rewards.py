@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import math
 
-from numba import njit, prange
+from numba import prange
 
+from gym_motion.kernels.dispatch import row_kernel
 from gym_motion.kernels.quat import quat_angle_between
 
 
-@njit(parallel=True, cache=True)
+@row_kernel
 def anchor_pos_exp(ref_pos_w, robot_pos_w, std, out):
     """exp(-|p_ref - p|^2 / std^2) of the anchor; positions (N, 3) float32, world frame, m."""
     inv = 1.0 / (std * std)
@@ -25,7 +26,7 @@ def anchor_pos_exp(ref_pos_w, robot_pos_w, std, out):
         out[i] = math.exp(-(dx * dx + dy * dy + dz * dz) * inv)
 
 
-@njit(parallel=True, cache=True)
+@row_kernel
 def anchor_ori_exp(ref_quat_w, robot_quat_w, std, out):
     """exp(-angle(q_ref, q)^2 / std^2) of the anchor; quaternions (N, 4) float32 wxyz, rad."""
     inv = 1.0 / (std * std)
@@ -35,7 +36,7 @@ def anchor_ori_exp(ref_quat_w, robot_quat_w, std, out):
         out[i] = math.exp(-ang * ang * inv)
 
 
-@njit(parallel=True, cache=True)
+@row_kernel
 def body_pos_exp(ref_pos_w, robot_pos_w, body_ids, std, out):
     """exp(-mean_k |p_ref[k] - p[k]|^2 / std^2); positions (N, B, 3) float32, m.
 
@@ -51,7 +52,7 @@ def body_pos_exp(ref_pos_w, robot_pos_w, body_ids, std, out):
         out[i] = math.exp(-acc * inv)
 
 
-@njit(parallel=True, cache=True)
+@row_kernel
 def body_ori_exp(ref_quat_w, robot_quat_w, body_ids, std, out):
     """exp(-mean_k angle(q_ref[k], q[k])^2 / std^2); quaternions (N, B, 4) float32, wxyz."""
     inv = 1.0 / (std * std * body_ids.shape[0])
@@ -64,7 +65,7 @@ def body_ori_exp(ref_quat_w, robot_quat_w, body_ids, std, out):
         out[i] = math.exp(-acc * inv)
 
 
-@njit(parallel=True, cache=True)
+@row_kernel
 def action_rate_l2(action, last_action, out):
     """sum_j (a_t - a_{t-1})^2; actions (N, J) float32."""
     for i in prange(out.shape[0]):
@@ -75,7 +76,7 @@ def action_rate_l2(action, last_action, out):
         out[i] = acc
 
 
-@njit(parallel=True, cache=True)
+@row_kernel
 def joint_limit_violation(joint_pos, soft_limits, out):
     """sum_j of how far each joint is outside [lower_j, upper_j], rad.
 

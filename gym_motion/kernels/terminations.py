@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from numba import njit, prange
+from numba import prange
+
+from gym_motion.kernels.dispatch import row_kernel
 
 
-@njit(parallel=True, cache=True)
+@row_kernel
 def height_error_exceeds(ref_pos_w, robot_pos_w, body_ids, threshold, out):
     """True where any selected body's |z_ref - z| > threshold (m); positions (N, B, 3)."""
     for i in prange(out.shape[0]):
@@ -16,7 +18,7 @@ def height_error_exceeds(ref_pos_w, robot_pos_w, body_ids, threshold, out):
         out[i] = hit
 
 
-@njit(parallel=True, cache=True)
+@row_kernel
 def gravity_z_error_exceeds(ref_quat_w, robot_quat_w, threshold, out):
     """True where |g_z(ref) - g_z(robot)| > threshold, g = world gravity direction (0, 0, -1)
     expressed in the body frame; quaternions (N, 4) wxyz. g_z = -R[2, 2] = -(1 - 2(x^2 + y^2))."""

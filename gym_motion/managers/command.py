@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gym_motion.kernels.command import gather_frames, gather_rows, reanchor_bodies
+from gym_motion.kernels.command import reference_step
 from gym_motion.kernels.metrics import TRACKING_ERRORS, tracking_errors
 from gym_motion.kernels.reset import rsi_state
 from gym_motion.managers.state import MDPState
@@ -136,14 +136,13 @@ class CommandManager:
 
     # ------------------------------------------------------------------ per step
     def advance(self) -> np.ndarray:
-        """Advance every env one frame; returns `clip_end` (N,) bool (owned buffer).
+        """Advance every env one frame and `refresh` the reference there; returns `clip_end`
+        (N,) bool (owned buffer).
 
-        Envs past their clip's last frame stay on it until the env re-initialises them.
+        Envs past their clip's last frame stay on it until the env re-initialises them. Must
+        run after the robot state is fresh (after physics).
         """
-        self.frames += 1
-        last = self._lengths[self.clip_ids] - 1
-        np.greater(self.frames, last, out=self.clip_end)
-        np.minimum(self.frames, last, out=self.frames, casting="unsafe")
+        self._reference_step(True, self._all)
         return self.clip_end
 
     def reference_rows(self, env_ids: np.ndarray | None = None) -> np.ndarray:
@@ -159,19 +158,17 @@ class CommandManager:
 
         Must run after the robot state of those rows is fresh (after physics or a state write).
         """
+        self._reference_step(False, self._all if env_ids is None else env_ids)
+
+    def _reference_step(self, advance: bool, env_ids: np.ndarray) -> None:
         lib, s = self.library, self._state
-        rows = self.reference_rows()
-        ids = self._all if env_ids is None else env_ids
-        ref = s.ref
-        gather_frames(lib.body_pos_w, rows, self._body_ids, ids, ref.pos_w)
-        gather_frames(lib.body_quat_w, rows, self._body_ids, ids, ref.quat_w)
-        gather_frames(lib.body_lin_vel_w, rows, self._body_ids, ids, ref.lin_vel_w)
-        gather_frames(lib.body_ang_vel_w, rows, self._body_ids, ids, ref.ang_vel_w)
-        gather_rows(lib.joint_pos, rows, ids, ref.joint_pos)
-        gather_rows(lib.joint_vel, rows, ids, ref.joint_vel)
-        a = s.anchor
-        reanchor_bodies(
-            ref.pos_w, ref.quat_w, a, s.robot.pos_w[:, a], s.robot.quat_w[:, a], ids,
+        ref, a = s.ref, s.anchor
+        reference_step(
+            self._starts, self._lengths, self.clip_ids, self.frames, advance, self.clip_end,
+            lib.body_pos_w, lib.body_quat_w, lib.body_lin_vel_w, lib.body_ang_vel_w,
+            lib.joint_pos, lib.joint_vel, self._body_ids,
+            a, s.robot.pos_w[:, a], s.robot.quat_w[:, a], env_ids,
+            ref.pos_w, ref.quat_w, ref.lin_vel_w, ref.ang_vel_w, ref.joint_pos, ref.joint_vel,
             s.ref_rel_pos_w, s.ref_rel_quat_w,
         )  # fmt: skip
 

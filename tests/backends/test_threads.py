@@ -1,5 +1,6 @@
-"""Numba's pool sized to the batch: one thread for small batches, restored afterwards, and the
-same results at any pool size (timings are benchmark figures, `gym-motion bench`)."""
+"""Numba's pool sized to the batch: the kernels' serial builds for small batches, the choice
+restored afterwards, and the same results at any pool size and build (timings are benchmark
+figures, `gym-motion bench`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from gym_motion.backends.threads import (
     numba_threads_for,
 )
 from gym_motion.envs import TrackingVecEnv
+from gym_motion.kernels.dispatch import serial_rows, serial_rows_enabled
 
 TWO_THREADS = pytest.mark.skipif(
     numba.config.NUMBA_NUM_THREADS < 2, reason="needs a Numba pool of 2 threads"
@@ -31,37 +33,57 @@ def test_numba_threads_sets_and_restores_also_on_error_and_nested():
     before = numba.get_num_threads()
     numba.set_num_threads(2)
     try:
-        with NumbaThreads(1):
-            assert numba.get_num_threads() == 1
+        with NumbaThreads(1):  # serial builds; the pool is left alone
+            assert serial_rows_enabled() and numba.get_num_threads() == 2
+            numba.set_num_threads(1)
             with NumbaThreads(2):
-                assert numba.get_num_threads() == 2
-            assert numba.get_num_threads() == 1
-        assert numba.get_num_threads() == 2
+                assert not serial_rows_enabled() and numba.get_num_threads() == 2
+            assert serial_rows_enabled() and numba.get_num_threads() == 1
+            numba.set_num_threads(2)
+        assert not serial_rows_enabled() and numba.get_num_threads() == 2
         with pytest.raises(KeyError), NumbaThreads(1):
             raise KeyError("inside")
-        assert numba.get_num_threads() == 2
+        assert not serial_rows_enabled()
     finally:
         numba.set_num_threads(before)
     with pytest.raises(ValueError, match="threads must be >= 1"):
         NumbaThreads(0)
 
 
+def test_a_row_kernel_runs_the_build_the_thread_chose(monkeypatch):
+    from gym_motion.kernels.terminations import gravity_z_error_exceeds as kernel
+
+    calls = []
+    for build in ("serial", "parallel"):
+        compiled = getattr(kernel, build)
+        monkeypatch.setattr(kernel, build, lambda *a, b=build, c=compiled: calls.append(b) or c(*a))
+    q = np.zeros((3, 4), np.float32)
+    q[:, 0] = 1.0
+    out = np.ones(3, bool)
+    kernel(q, q, 0.5, out)
+    with serial_rows():
+        kernel(q, q, 0.5, out)
+        with serial_rows(False):
+            kernel(q, q, 0.5, out)
+    assert calls == ["parallel", "serial", "parallel"] and not out.any()
+
+
 @TWO_THREADS
-def test_small_env_runs_its_kernels_on_one_thread_and_restores_the_pool():
+def test_small_env_runs_its_kernels_serially_and_restores_the_choice():
     env = TrackingVecEnv(4, seed=0, backend_kwargs={"num_threads": 2})
     assert env._numba_threads.threads == 1
     seen = []
     compute = env.rewards.compute
 
     def spy():
-        seen.append(numba.get_num_threads())
+        seen.append((serial_rows_enabled(), numba.get_num_threads()))
         return compute()
 
     env.rewards.compute = spy
     pool = numba.get_num_threads()
     env.reset(seed=0)
     env.step(np.zeros((4, 29), np.float32))
-    assert seen == [1] and numba.get_num_threads() == pool
+    assert seen == [(True, pool)] and not serial_rows_enabled()
     env.close()
 
 

@@ -1,4 +1,5 @@
-"""Re-anchoring and gathering kernels (docs/task.md section 4) against the float64 oracle."""
+"""The motion command kernel (docs/task.md section 4): advancing, gathering and re-anchoring
+against fancy indexing and the float64 oracle."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
-from gym_motion.kernels.command import gather_frames, gather_rows, reanchor_bodies
+from gym_motion.kernels.command import reference_step
 
 from . import oracle as o
 from .checks import ANCHOR, N_BODIES, SIZES, call_unmutated, f32, rng_for
@@ -22,13 +23,51 @@ def _state(rng, n):
     return ref_pos, ref_quat, robot_pos, robot_quat
 
 
-def _run(ref_pos, ref_quat, robot_pos, robot_quat):
-    n = ref_pos.shape[0]
-    out_pos = np.full((n, N_BODIES, 3), np.nan, np.float32)
-    out_quat = np.full((n, N_BODIES, 4), np.nan, np.float32)
+class Lib:
+    """A motion library as `reference_step` takes it: C clips of `lengths` frames each."""
+
+    def __init__(self, rng, lengths, n_bodies=N_BODIES, n_joints=29):
+        f = int(sum(lengths))
+        self.lengths = np.asarray(lengths, np.int64)
+        self.starts = np.concatenate([[0], np.cumsum(self.lengths)[:-1]]).astype(np.int64)
+        self.pos = f32(rng.standard_normal((f, n_bodies, 3)))
+        self.quat = o.random_unit_quat(rng, (f, n_bodies))
+        self.lin_vel = f32(rng.standard_normal((f, n_bodies, 3)))
+        self.ang_vel = f32(rng.standard_normal((f, n_bodies, 3)))
+        self.joint_pos = f32(rng.standard_normal((f, n_joints)))
+        self.joint_vel = f32(rng.standard_normal((f, n_joints)))
+
+
+def _step(lib, clip_ids, frames, body_ids, robot_pos, robot_quat, env_ids, advance=False,
+          outs=None):  # fmt: skip
+    """Run `reference_step` (inputs checked unmutated); returns (clip_end, ref arrays...,
+    out_pos, out_quat), outputs NaN-filled (False) where not written."""
+    n, nb, nj = clip_ids.shape[0], body_ids.shape[0], lib.joint_pos.shape[1]
+    if outs is None:
+        outs = [np.zeros(n, bool)] + [
+            np.full(shape, np.nan, np.float32)
+            for shape in ((n, nb, 3), (n, nb, 4), (n, nb, 3), (n, nb, 3), (n, nj), (n, nj),
+                          (n, nb, 3), (n, nb, 4))
+        ]  # fmt: skip
+    clip_end, *ref = outs
     call_unmutated(
-        reanchor_bodies, ref_pos, ref_quat, ANCHOR, robot_pos, robot_quat,
-        np.arange(ref_pos.shape[0]), out_pos, out_quat, written=(-1, -2),
+        reference_step, lib.starts, lib.lengths, clip_ids, frames, advance, clip_end,
+        lib.pos, lib.quat, lib.lin_vel, lib.ang_vel, lib.joint_pos, lib.joint_vel, body_ids,
+        ANCHOR, robot_pos, robot_quat, env_ids, *ref,
+        written=(3, 5, *range(-8, 0)),
+    )  # fmt: skip
+    return outs
+
+
+def _run(ref_pos, ref_quat, robot_pos, robot_quat, env_ids=None):
+    """Re-anchor the reference (N, B, .) of each env: one library frame per env."""
+    n = ref_pos.shape[0]
+    lib = Lib(np.random.default_rng(0), [n + 1])
+    lib.pos[:n], lib.quat[:n] = ref_pos, ref_quat
+    ids = np.arange(n, dtype=np.int64) if env_ids is None else env_ids
+    *_, out_pos, out_quat = _step(
+        lib, np.zeros(n, np.int32), np.arange(n, dtype=np.int32), np.arange(N_BODIES),
+        robot_pos, robot_quat, ids,
     )  # fmt: skip
     return out_pos, out_quat
 
@@ -135,41 +174,48 @@ def test_reanchor_bodies_is_identity_when_robot_anchor_matches_reference_anchor(
 
 
 @pytest.mark.parametrize("n", SIZES)
-def test_gather_frames_equals_fancy_indexing(n):
+def test_reference_step_gathers_the_frame_of_each_row(n):
     rng = rng_for(n, 36)
-    src = f32(rng.standard_normal((50, 20, 4)))
-    rows = rng.integers(0, 50, n).astype(np.int64)
-    rows[: min(n, 3)] = 49  # repeated rows and the last frame
+    lib = Lib(rng, [7, 40, 3], n_bodies=20)
+    clip_ids = rng.integers(0, 3, n).astype(np.int32)
+    frames = (rng.random(n) * (lib.lengths[clip_ids] - 1)).astype(np.int32)
+    frames[: min(n, 2)] = lib.lengths[clip_ids[: min(n, 2)]] - 1  # the last frames
     body_ids = np.array([0, 5, 2, 19, 7, 11], np.int64)
-    out = np.full((n, body_ids.size, 4), np.nan, np.float32)
+    robot_pos, robot_quat = f32(rng.standard_normal((n, 3))), o.random_unit_quat(rng, (n,))
     every = np.arange(n, dtype=np.int64)
-    call_unmutated(gather_frames, src, rows, body_ids, every, out)
-    assert out.tobytes() == src[rows][:, body_ids].tobytes()
-    out3 = np.full((n, 20, 3), np.nan, np.float32)
-    src3 = f32(rng.standard_normal((50, 20, 3)))
-    call_unmutated(gather_frames, src3, rows, np.arange(20, dtype=np.int64), every, out3)
-    assert out3.tobytes() == src3[rows].tobytes()
+    clip_end, pos, quat, lin, ang, jp, jv, *_ = _step(
+        lib, clip_ids, frames, body_ids, robot_pos, robot_quat, every
+    )
+    rows = lib.starts[clip_ids] + frames
+    for got, src in ((pos, lib.pos), (quat, lib.quat), (lin, lib.lin_vel), (ang, lib.ang_vel)):
+        assert got.tobytes() == src[rows][:, body_ids].tobytes()
+    assert jp.tobytes() == lib.joint_pos[rows].tobytes()
+    assert jv.tobytes() == lib.joint_vel[rows].tobytes()
+    assert not clip_end.any()  # not advanced: untouched
+
     some = every[::3]  # only these rows are written; the others keep their NaN
-    out4 = np.full((n, body_ids.size, 4), np.nan, np.float32)
-    call_unmutated(gather_frames, src, rows, body_ids, some, out4)
-    assert out4[some].tobytes() == src[rows[some]][:, body_ids].tobytes()
-    assert np.isnan(np.delete(out4, some, axis=0)).all()
+    outs = _step(lib, clip_ids, frames, body_ids, robot_pos, robot_quat, some)
+    for got, full in zip(outs[1:], (pos, quat, lin, ang, jp, jv), strict=False):
+        assert got[some].tobytes() == full[some].tobytes()
+        assert np.isnan(np.delete(got, some, axis=0)).all()
 
 
 @pytest.mark.parametrize("n", SIZES)
-def test_gather_rows_equals_fancy_indexing(n):
+def test_reference_step_advances_one_frame_and_holds_the_last(n):
     rng = rng_for(n, 37)
-    src = f32(rng.standard_normal((50, 29)))
-    rows = rng.integers(0, 50, n).astype(np.int64)
-    rows[: min(n, 2)] = 0
-    out = np.full((n, 29), np.nan, np.float32)
-    call_unmutated(gather_rows, src, rows, np.arange(n, dtype=np.int64), out)
-    assert out.tobytes() == src[rows].tobytes()
-    some = np.arange(n, dtype=np.int64)[1::2]
-    out2 = np.full((n, 29), np.nan, np.float32)
-    call_unmutated(gather_rows, src, rows, some, out2)
-    assert out2[some].tobytes() == src[rows[some]].tobytes()
-    assert np.isnan(np.delete(out2, some, axis=0)).all()
+    lib = Lib(rng, [5, 9])
+    clip_ids = rng.integers(0, 2, n).astype(np.int32)
+    last = (lib.lengths[clip_ids] - 1).astype(np.int32)
+    frames = np.minimum(rng.integers(0, 10, n), last).astype(np.int32)
+    start = frames.copy()
+    robot_pos, robot_quat = f32(rng.standard_normal((n, 3))), o.random_unit_quat(rng, (n,))
+    every = np.arange(n, dtype=np.int64)
+    clip_end, pos, *_ = _step(
+        lib, clip_ids, frames, np.arange(N_BODIES), robot_pos, robot_quat, every, advance=True
+    )
+    assert_array_equal(clip_end, start + 1 > last)
+    assert_array_equal(frames, np.minimum(start + 1, last))
+    assert pos.tobytes() == lib.pos[lib.starts[clip_ids] + frames].tobytes()
 
 
 @pytest.mark.parametrize("n", SIZES)
@@ -178,12 +224,7 @@ def test_reanchor_bodies_on_reset_rows_leaves_other_rows_untouched(n):
     ref_pos, ref_quat, robot_pos, robot_quat = _state(rng, n)
     full_pos, full_quat = _run(ref_pos, ref_quat, robot_pos, robot_quat)
     some = np.arange(n, dtype=np.int64)[::2]
-    out_pos = np.full((n, N_BODIES, 3), np.nan, np.float32)
-    out_quat = np.full((n, N_BODIES, 4), np.nan, np.float32)
-    call_unmutated(
-        reanchor_bodies, ref_pos, ref_quat, ANCHOR, robot_pos, robot_quat, some,
-        out_pos, out_quat, written=(-1, -2),
-    )  # fmt: skip
+    out_pos, out_quat = _run(ref_pos, ref_quat, robot_pos, robot_quat, some)
     assert out_pos[some].tobytes() == full_pos[some].tobytes()
     assert out_quat[some].tobytes() == full_quat[some].tobytes()
     assert np.isnan(np.delete(out_pos, some, axis=0)).all()
