@@ -41,8 +41,9 @@ def step_info(
     """Per-step keys: ``reward/<term>`` from `weighted` (N, K) float32 (copied), masked by
     `stepped` (N,) bool."""
     info: dict[str, Any] = {}
+    columns = weighted.T.copy()  # one copy; each term's values are a contiguous row of it
     for t, name in enumerate(term_names):
-        info[REWARD + name] = weighted[:, t].copy()
+        info[REWARD + name] = columns[t]
         info["_" + REWARD + name] = stepped
     return info
 

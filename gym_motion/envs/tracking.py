@@ -300,14 +300,16 @@ class TrackingVecEnv(VectorEnv):
         t = perf_counter()
         # NEXT_STEP: rows that ended last step are reset now; this step is not theirs.
         autoreset = self._needs_reset.copy() if mode is AutoresetMode.NEXT_STEP else None
+        held = autoreset if autoreset is not None and autoreset.any() else None
 
         # 1-2: actions -> physics -> fresh state
-        targets = self.actions.process(actions, autoreset)
+        targets = self.actions.process(actions, held)
         t = self._lap("action", t)
         self.backend.step(targets)
         t = self._lap("physics", t)
         nonfinite = self.backend.nonfinite.copy()
-        if nonfinite.any():
+        blew_up = nonfinite.any()
+        if blew_up:
             self.nonfinite_count += int(nonfinite.sum())
             self._reinitialise(np.flatnonzero(nonfinite))
         self.backend.copy_body_state_w(s.robot)
@@ -321,13 +323,14 @@ class TrackingVecEnv(VectorEnv):
         terminated |= nonfinite
         t = self._lap("termination", t)
         reward = self.rewards.compute().copy()
-        reward[nonfinite] = 0.0
+        if blew_up:
+            reward[nonfinite] = 0.0
         self.episode_length += 1
         limit_steps = self.episode_length + self.time_limit_offset
         truncated = (limit_steps >= self.max_episode_steps) & ~terminated
-        if autoreset is not None:
+        if held is not None:
             for a in (reward, terminated, truncated, clip_end):
-                a[autoreset] = 0
+                a[held] = 0
         self.command.compute_errors()
         self.rewards.accumulate(reward)
         done = terminated | truncated
@@ -350,7 +353,7 @@ class TrackingVecEnv(VectorEnv):
                 infos.add_same_step_final(info, self._observation(), done)
             restart = done_ids
         elif mode is AutoresetMode.NEXT_STEP:
-            restart = np.flatnonzero(autoreset)
+            restart = done_ids[:0] if held is None else np.flatnonzero(held)
             self._needs_reset[:] = done
         else:  # DISABLED: the caller resets with options["reset_mask"] before the next step
             restart = done_ids[:0]
@@ -358,10 +361,13 @@ class TrackingVecEnv(VectorEnv):
         reinit = np.flatnonzero(teleport)
         if restart.size:
             self._start_episodes(restart)
-            reinit = np.union1d(reinit, restart)
+            reinit = np.union1d(reinit, restart) if reinit.size else restart
         if reinit.size:
             self._reinitialise(reinit)
-        written = np.union1d(reinit, pushed)
+        if pushed.size and reinit.size:
+            written = np.union1d(reinit, pushed)
+        else:
+            written = reinit if reinit.size else pushed
         if written.size:
             self.backend.copy_body_state_w(s.robot, written)
             self.command.refresh(written)

@@ -84,15 +84,17 @@ def ori_in_frame_6d(frame_quat_w, quat_w, out):
 
 
 @row_kernel
-def add_uniform_noise(obs, unit_random, scale):
-    """``obs += (2 u - 1) * scale``: uniform noise in [-scale, scale] per column.
+def add_uniform_noise(obs, unit_random, column, scale, offset, width):
+    """``obs[i, column[c]] += (2 u - 1) * scale[c]``: uniform noise in [-scale, scale] on the
+    noisy columns C of a group, with ``u = unit_random[offset[c] + i * width[c]]``.
 
     Args:
         obs: (N, D) float32, modified in place.
-        unit_random: (N, D) float32 uniform samples in [0, 1).
-        scale: (D,) float32, half-width per column (0 where a column has no noise).
+        unit_random: (N * C,) float32 uniform samples in [0, 1), one (N, width) row-major block
+            per term (see `gym_motion.managers.observation.NoiseColumns`).
+        column, offset, width: (C,) int; scale: (C,) float32 half-widths.
     """
     for i in prange(obs.shape[0]):
-        for d in range(obs.shape[1]):
-            if scale[d] != 0.0:
-                obs[i, d] += (2.0 * unit_random[i, d] - 1.0) * scale[d]
+        for c in range(column.shape[0]):
+            u = unit_random[offset[c] + i * width[c]]
+            obs[i, column[c]] += (2.0 * u - 1.0) * scale[c]

@@ -144,6 +144,9 @@ class EventManager:
             name: np.full(n, np.inf) for name, _, m in self._terms if m is EventMode.INTERVAL
         }
         self.fired = np.zeros(n, bool)
+        self._interval_terms = [(nm, t) for nm, t, m in self._terms if m is EventMode.INTERVAL]
+        self._none_fired = np.zeros(0, np.int64)
+        self._none_fired.flags.writeable = False
 
     def startup(self, rng: np.random.Generator) -> None:
         """Run the startup terms on every env."""
@@ -168,15 +171,16 @@ class EventManager:
         have been written: read it again before use). `fired` (N,) bool marks them.
         """
         self.fired[:] = False
-        for name, term, mode in self._terms:
-            if mode is not EventMode.INTERVAL:
-                continue
+        any_fired = False
+        for name, term in self._interval_terms:
             timer = self._timers[name]
             timer -= self._dt
+            if timer.min() > 0.0:
+                continue
             ids = np.flatnonzero(timer <= 0.0)
-            if ids.size:
-                lo, hi = term.interval_s
-                timer[ids] = rng.uniform(lo, hi, size=ids.size)
-                term.func(self.ctx, ids, rng, **term.params)
-                self.fired[ids] = True
-        return np.flatnonzero(self.fired)
+            lo, hi = term.interval_s
+            timer[ids] = rng.uniform(lo, hi, size=ids.size)
+            term.func(self.ctx, ids, rng, **term.params)
+            self.fired[ids] = True
+            any_fired = True
+        return np.flatnonzero(self.fired) if any_fired else self._none_fired

@@ -86,6 +86,42 @@ class ObsTermCfg:
     noise: float = 0.0
 
 
+@dataclass(frozen=True)
+class NoiseColumns:
+    """Where each noisy column of a group draws its noise (`k.add_uniform_noise`).
+
+    Attributes:
+        column: (C,) int64 column in the group buffer. scale: (C,) float32 half-width.
+        offset: (C,) int64 index of its row-0 value in the flat uniform buffer (its term's
+            block start plus its column within the term). width: (C,) int64 its term's width
+            (the stride between rows in the block).
+        size: length of the flat uniform buffer, N x C.
+    """
+
+    column: np.ndarray
+    scale: np.ndarray
+    offset: np.ndarray
+    width: np.ndarray
+    size: int
+
+    @classmethod
+    def of(cls, terms: list[tuple[slice, float]], num_envs: int) -> NoiseColumns:
+        """The columns of noisy `terms` ((column slice, half-width) in order) for N envs."""
+        column, scale, offset, width = [], [], [], []
+        block = 0
+        for sl, half_width in terms:
+            d = sl.stop - sl.start
+            column += range(sl.start, sl.stop)
+            scale += [half_width] * d
+            offset += range(block, block + d)
+            width += [d] * d
+            block += num_envs * d
+        return cls(
+            np.array(column, np.int64), np.array(scale, np.float32),
+            np.array(offset, np.int64), np.array(width, np.int64), block,
+        )  # fmt: skip
+
+
 class ObservationManager:
     """Concatenates the terms of each group into one (N, D) float32 buffer per group.
 
@@ -100,37 +136,45 @@ class ObservationManager:
         n = state.num_envs
         self.buffers: dict[str, np.ndarray] = {}
         self._slices: dict[str, list[tuple[Callable, slice]]] = {}
-        # per group: (column slice, its noise half-widths (D,), a (N, D) uniform buffer)
-        self._noise: dict[str, list[tuple[slice, np.ndarray, np.ndarray]]] = {}
+        # per group: (flat uniform buffer, the NoiseColumns of its noisy terms) or None
+        self._noise: dict[str, tuple[np.ndarray, NoiseColumns] | None] = {}
         self.term_slices: dict[str, dict[str, slice]] = {}
         for group, terms in groups.items():
             dim = sum(t.dim for t in terms.values())
             self.buffers[group] = np.zeros((n, dim), np.float32)
             start = 0
             self._slices[group] = []
-            self._noise[group] = []
             self.term_slices[group] = {}
+            noisy = []
             for name, t in terms.items():
                 sl = slice(start, start + t.dim)
                 self._slices[group].append((t.func, sl))
                 self.term_slices[group][name] = sl
                 if noise and t.noise:
-                    scale = np.full(t.dim, t.noise, np.float32)
-                    self._noise[group].append((sl, scale, np.zeros((n, t.dim), np.float32)))
+                    noisy.append((sl, t.noise))
                 start += t.dim
+            columns = NoiseColumns.of(noisy, n)
+            self._noise[group] = (np.zeros(columns.size, np.float32), columns) if noisy else None
 
     def compute(
         self, rng: np.random.Generator, groups: tuple[str, ...] | None = None
     ) -> dict[str, np.ndarray]:
         """Fill the buffers of `groups` (all when None); returns all buffers (owned: copy
-        before handing out). Noise is drawn for the noisy terms' columns only."""
+        before handing out).
+
+        Noise: one draw of N x (noisy columns) uniform float32 values per group, used term by
+        term in configuration order, each term's (N, D_term) block row-major (the stream of
+        one draw per term).
+        """
         for group in groups or tuple(self.buffers):
             buf = self.buffers[group]
             for func, sl in self._slices[group]:
                 func(self._state, buf[:, sl])
-            for sl, scale, unit in self._noise[group]:
+            noise = self._noise[group]
+            if noise is not None:
+                unit, c = noise
                 rng.random(dtype=np.float32, out=unit)
-                k.add_uniform_noise(buf[:, sl], unit, scale)
+                k.add_uniform_noise(buf, unit, c.column, c.scale, c.offset, c.width)
         return self.buffers
 
     def space(self, obs_mode: str) -> gym.spaces.Space:

@@ -92,10 +92,8 @@ class RewardManager:
         self._state = state
         self._dt = np.float32(dt)
         self.names = tuple(terms)
-        self._terms = []
-        for cfg in terms.values():
-            params = state.resolve_term_params(cfg.params)
-            self._terms.append((cfg.func, np.float32(cfg.weight), params))
+        self._terms = [(c.func, state.resolve_term_params(c.params)) for c in terms.values()]
+        self._weights = np.array([c.weight for c in terms.values()], np.float32)
         n = state.num_envs
         self._raw = np.zeros((len(self._terms), n), np.float32)
         self.weighted = np.zeros((n, len(self._terms)), np.float32)
@@ -106,9 +104,9 @@ class RewardManager:
 
     def compute(self) -> np.ndarray:
         """Evaluate every term; returns `reward` (N,) float32 (owned buffer)."""
-        for t, (func, weight, params) in enumerate(self._terms):
+        for t, (func, params) in enumerate(self._terms):
             func(self._state, self._raw[t], **params)
-            np.multiply(self._raw[t], weight, out=self.weighted[:, t])
+        np.multiply(self._raw.T, self._weights, out=self.weighted)
         np.sum(self.weighted, axis=1, out=self.reward)
         self.reward *= self._dt
         return self.reward

@@ -8,6 +8,7 @@ import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
 from gym_motion.kernels import observations as k
+from gym_motion.managers.observation import NoiseColumns
 
 from . import oracle as o
 from .checks import ANCHOR, F32, N_BODIES, SIZES, call_unmutated, f32, rng_for
@@ -95,19 +96,37 @@ def test_ori_in_frame_6d_matches_oracle_ignores_sign_and_writes_only_its_column_
 
 
 @pytest.mark.parametrize("n", SIZES)
-def test_add_uniform_noise_matches_oracle_and_touches_only_noisy_columns_of_its_slice(n):
+def test_add_uniform_noise_matches_oracle_and_touches_only_noisy_columns(n):
     rng = rng_for(n, 81)
     buf, before = _buffer(rng, n)
-    lo, hi = 58, 218
-    d = hi - lo
-    unit = f32(rng.random((n, d)))
-    scale = f32(rng.choice([0.0, 0.01, 0.05, 0.25, 0.5], d))
-    scale[:3] = 0.0
-    call_unmutated(k.add_uniform_noise, buf[:, lo:hi], unit, scale, written=(0,))
-    _assert_only_slice_written(buf, before, lo, hi)
-    zero = scale == 0.0
-    assert buf[:, lo:hi][:, zero].tobytes() == before[:, lo:hi][:, zero].tobytes()
-    expected = o.add_uniform_noise(before[:, lo:hi], unit, scale)
-    assert_allclose(buf[:, lo:hi], expected, rtol=2e-6, atol=2e-7 * 4)
-    noise = buf[:, lo:hi].astype(np.float64) - before[:, lo:hi]
+    terms = [(slice(58, 90), 0.05), (slice(100, 101), 0.5), (slice(150, 218), 0.01)]
+    cols = NoiseColumns.of(terms, n)
+    unit = f32(rng.random(cols.size))
+    call_unmutated(
+        k.add_uniform_noise, buf, unit, cols.column, cols.scale, cols.offset, cols.width,
+        written=(0,),
+    )  # fmt: skip
+    noisy = np.zeros(buf.shape[1], bool)
+    noisy[cols.column] = True
+    assert buf[:, ~noisy].tobytes() == before[:, ~noisy].tobytes()
+    block = 0  # each term's uniforms: its own (n, d) row-major block, in term order
+    for sl, half_width in terms:
+        d = sl.stop - sl.start
+        u = unit[block : block + n * d].reshape(n, d)
+        expected = o.add_uniform_noise(before[:, sl], u, np.full(d, half_width))
+        assert_allclose(buf[:, sl], expected, rtol=2e-6, atol=2e-7 * 4)
+        block += n * d
+    scale = np.zeros(buf.shape[1])
+    scale[cols.column] = cols.scale
+    noise = buf.astype(np.float64) - before
     assert np.all(np.abs(noise) <= scale * (1 + 1e-6) + 1e-6)
+
+
+def test_one_noise_draw_per_group_is_the_stream_of_one_draw_per_term():
+    n, dims = 5, (3, 29, 1)
+    cols = NoiseColumns.of([(slice(0, 3), 0.1), (slice(3, 32), 0.2), (slice(40, 41), 0.3)], n)
+    one = np.empty(cols.size, np.float32)
+    np.random.default_rng(7).random(dtype=np.float32, out=one)
+    per_term = np.random.default_rng(7)
+    blocks = [per_term.random((n, d), dtype=np.float32) for d in dims]
+    assert one.tobytes() == b"".join(b.tobytes() for b in blocks)
