@@ -147,7 +147,11 @@ class MotionSampler:
             clip_ids = np.searchsorted(self._start_cum, flat, side="right")
             frames = flat - (self._start_cum[clip_ids] - (self.lengths[clip_ids] - 1))
             return clip_ids.astype(np.int32), frames.astype(np.int32)
-        bins = rng.choice(self.num_bins, size=n, p=self.probabilities)
+        # inverse-CDF draw: the same bins and stream as rng.choice(num_bins, size=n, p=...)
+        # (tested), without its ~8 us of checks on p
+        cdf = self.probabilities.cumsum()
+        cdf /= cdf[-1]
+        bins = cdf.searchsorted(rng.random(n), side="right")
         clip_ids = self._bin_clip[bins]
         counts = self.bin_counts[clip_ids]
         u = rng.random(n)
@@ -162,10 +166,10 @@ class MotionSampler:
             clip_ids, frames: ``(K,)`` clip and frame where each reset env ended its episode.
             failed: ``(K,) bool``, True for terminations (not truncations or clip ends).
         """
-        self._failures.fill(0.0)
         failed = np.asarray(failed, dtype=bool)
-        if failed.any():
+        self.failure_ema *= 1.0 - self.alpha
+        if failed.any():  # (adding alpha * 0 would change no value)
+            self._failures.fill(0.0)
             bins = self.bins_of(np.asarray(clip_ids)[failed], np.asarray(frames)[failed])
             np.add.at(self._failures, bins, 1.0)
-        self.failure_ema *= 1.0 - self.alpha
-        self.failure_ema += self.alpha * self._failures
+            self.failure_ema += self.alpha * self._failures

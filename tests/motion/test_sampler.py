@@ -98,3 +98,22 @@ def test_seeded_sampling_is_reproducible():
     rng = np.random.default_rng(5)
     first = a.sample(10, rng=np.random.default_rng(5))
     np.testing.assert_array_equal(first[1], a.sample(10, rng=rng)[1])
+
+
+def test_adaptive_draws_are_rng_choice_with_the_bin_probabilities():
+    sampler = MotionSampler([500, 300, 90], fps=50.0, num_envs=64, seed=0)
+    rng = np.random.default_rng(3)
+    for step in range(40):
+        clip_ids, frames = sampler.sample(1 + step % 9, rng)
+        sampler.update(clip_ids, frames, rng.random(clip_ids.size) < 0.4)
+    p = sampler.probabilities
+    assert p.std() > 0.0  # not uniform
+    drawn, expected = np.random.default_rng(5), np.random.default_rng(5)
+    clip_ids, frames = sampler.sample(5000, drawn)
+    bins = expected.choice(sampler.num_bins, size=5000, p=p)
+    counts, last = sampler.bin_counts[clip_ids], sampler.lengths[clip_ids] - 1
+    local = bins - sampler.bin_starts[clip_ids]  # the bin within its clip
+    frame_floor = np.floor((local + expected.random(5000)) / counts * last)
+    np.testing.assert_array_equal(clip_ids, np.searchsorted(sampler.bin_starts, bins, "right") - 1)
+    np.testing.assert_array_equal(frames, np.minimum(frame_floor, last - 1))
+    assert drawn.random() == expected.random()  # and the stream goes on the same
