@@ -1,80 +1,101 @@
 """Observation terms (docs/task.md section 5) and the manager that concatenates them.
 
 A term is ``ObsTermCfg(func, dim, noise)``; ``func(state, out)`` writes an (N, dim) float32 view
-of the group buffer. Frames: "anchor frame" is the robot's anchor body frame, "base frame" the
-robot's root body frame.
+of the group buffer (the built-in terms are `bound_term`s). Frames: "anchor frame" is the robot's
+anchor body frame, "base frame" the robot's root body frame.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import gymnasium as gym
 import numpy as np
 
 from gym_motion.kernels import observations as k
 from gym_motion.managers.state import MDPState
+from gym_motion.managers.terms import bind_term, bound_term
 
 
-def command(s: MDPState, out: np.ndarray) -> None:
+@bound_term
+def command(s: MDPState, out: np.ndarray) -> Callable[[], None]:
     """Reference joint positions and velocities (2J), rad and rad/s."""
     j = s.ref.joint_pos.shape[1]
-    out[:, :j] = s.ref.joint_pos
-    out[:, j:] = s.ref.joint_vel
+    pos, vel = out[:, :j], out[:, j:]
+
+    def evaluate() -> None:
+        np.copyto(pos, s.ref.joint_pos)
+        np.copyto(vel, s.ref.joint_vel)
+
+    return evaluate
 
 
-def anchor_pos_b(s: MDPState, out: np.ndarray) -> None:
+@bound_term
+def anchor_pos_b(s: MDPState, out: np.ndarray) -> Callable[[], None]:
     """Reference anchor position in the robot anchor frame (3), m."""
-    a = s.anchor
-    r = s.robot
-    k.pos_in_frame(r.pos_w[:, a], r.quat_w[:, a], s.ref.pos_w[:, a : a + 1], out)
+    a, r = s.anchor, s.robot
+    ref = s.ref.pos_w[:, a : a + 1]
+    return partial(k.pos_in_frame, r.pos_w[:, a], r.quat_w[:, a], ref, out)
 
 
-def anchor_ori_b(s: MDPState, out: np.ndarray) -> None:
+@bound_term
+def anchor_ori_b(s: MDPState, out: np.ndarray) -> Callable[[], None]:
     """Reference anchor orientation relative to the robot anchor, 6-D (6)."""
     a = s.anchor
-    k.ori_in_frame_6d(s.robot.quat_w[:, a], s.ref.quat_w[:, a : a + 1], out)
+    return partial(k.ori_in_frame_6d, s.robot.quat_w[:, a], s.ref.quat_w[:, a : a + 1], out)
 
 
-def base_lin_vel(s: MDPState, out: np.ndarray) -> None:
+@bound_term
+def base_lin_vel(s: MDPState, out: np.ndarray) -> Callable[[], None]:
     """Root linear velocity in the root frame (3), m/s."""
     r, b = s.robot, s.root
-    k.vec_in_frame(r.quat_w[:, b], r.lin_vel_w[:, b : b + 1], out)
+    return partial(k.vec_in_frame, r.quat_w[:, b], r.lin_vel_w[:, b : b + 1], out)
 
 
-def base_ang_vel(s: MDPState, out: np.ndarray) -> None:
+@bound_term
+def base_ang_vel(s: MDPState, out: np.ndarray) -> Callable[[], None]:
     """Root angular velocity in the root frame (3), rad/s."""
     r, b = s.robot, s.root
-    k.vec_in_frame(r.quat_w[:, b], r.ang_vel_w[:, b : b + 1], out)
+    return partial(k.vec_in_frame, r.quat_w[:, b], r.ang_vel_w[:, b : b + 1], out)
 
 
-def joint_pos(s: MDPState, out: np.ndarray) -> None:
+@bound_term
+def joint_pos(s: MDPState, out: np.ndarray) -> Callable[[], None]:
     """Measured joint positions minus the default pose (J), rad, with encoder bias."""
-    np.subtract(s.robot.joint_pos, s.default_joint_pos, out=out)
-    out += s.encoder_bias
+
+    def evaluate() -> None:
+        np.subtract(s.robot.joint_pos, s.default_joint_pos, out=out)
+        np.add(out, s.encoder_bias, out=out)
+
+    return evaluate
 
 
-def joint_vel(s: MDPState, out: np.ndarray) -> None:
+@bound_term
+def joint_vel(s: MDPState, out: np.ndarray) -> Callable[[], None]:
     """Joint velocities (J), rad/s."""
-    out[:] = s.robot.joint_vel
+    return partial(np.copyto, out, s.robot.joint_vel)
 
 
-def last_action(s: MDPState, out: np.ndarray) -> None:
+@bound_term
+def last_action(s: MDPState, out: np.ndarray) -> Callable[[], None]:
     """The action of the last step (J)."""
-    out[:] = s.action
+    return partial(np.copyto, out, s.action)
 
 
-def body_pos_b(s: MDPState, out: np.ndarray) -> None:
+@bound_term
+def body_pos_b(s: MDPState, out: np.ndarray) -> Callable[[], None]:
     """Robot tracked-body positions in the robot anchor frame (3B), m."""
     r, a = s.robot, s.anchor
-    k.pos_in_frame(r.pos_w[:, a], r.quat_w[:, a], r.pos_w, out)
+    return partial(k.pos_in_frame, r.pos_w[:, a], r.quat_w[:, a], r.pos_w, out)
 
 
-def body_ori_b(s: MDPState, out: np.ndarray) -> None:
+@bound_term
+def body_ori_b(s: MDPState, out: np.ndarray) -> Callable[[], None]:
     """Robot tracked-body orientations in the robot anchor frame, 6-D each (6B)."""
     r, a = s.robot, s.anchor
-    k.ori_in_frame_6d(r.quat_w[:, a], r.quat_w, out)
+    return partial(k.ori_in_frame_6d, r.quat_w[:, a], r.quat_w, out)
 
 
 @dataclass(frozen=True)
@@ -132,10 +153,9 @@ class ObservationManager:
     """
 
     def __init__(self, groups: dict[str, dict[str, ObsTermCfg]], state: MDPState, noise: bool):
-        self._state = state
         n = state.num_envs
         self.buffers: dict[str, np.ndarray] = {}
-        self._slices: dict[str, list[tuple[Callable, slice]]] = {}
+        self._terms: dict[str, list[Callable[[], None]]] = {}  # bound, per group
         # per group: (flat uniform buffer, the NoiseColumns of its noisy terms) or None
         self._noise: dict[str, tuple[np.ndarray, NoiseColumns] | None] = {}
         self.term_slices: dict[str, dict[str, slice]] = {}
@@ -143,12 +163,12 @@ class ObservationManager:
             dim = sum(t.dim for t in terms.values())
             self.buffers[group] = np.zeros((n, dim), np.float32)
             start = 0
-            self._slices[group] = []
+            self._terms[group] = []
             self.term_slices[group] = {}
             noisy = []
             for name, t in terms.items():
                 sl = slice(start, start + t.dim)
-                self._slices[group].append((t.func, sl))
+                self._terms[group].append(bind_term(t.func, state, self.buffers[group][:, sl], {}))
                 self.term_slices[group][name] = sl
                 if noise and t.noise:
                     noisy.append((sl, t.noise))
@@ -168,8 +188,8 @@ class ObservationManager:
         """
         for group in groups or tuple(self.buffers):
             buf = self.buffers[group]
-            for func, sl in self._slices[group]:
-                func(self._state, buf[:, sl])
+            for evaluate in self._terms[group]:
+                evaluate()
             noise = self._noise[group]
             if noise is not None:
                 unit, c = noise

@@ -1,66 +1,82 @@
 """Reward terms (docs/task.md section 7) and the manager that sums them.
 
 A term is a function ``term(state, out, **params)`` writing one value per env into ``out``
-(N,) float32. The manager scales each term by its weight and the control step dt.
+(N,) float32 (the built-in ones are `bound_term`s: bound once, then only their kernel runs each
+step). The manager scales each term by its weight and the control step dt.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from gym_motion.kernels import rewards as k
 from gym_motion.managers.state import MDPState
+from gym_motion.managers.terms import bind_term, bound_term
 
 
-def anchor_pos(s: MDPState, out: np.ndarray, std: float) -> None:
+@bound_term
+def anchor_pos(s: MDPState, out: np.ndarray, std: float) -> Callable[[], None]:
     """exp(-|p_ref - p|^2 / std^2) of the anchor body, world frame."""
     a = s.anchor
-    k.anchor_pos_exp(s.ref.pos_w[:, a], s.robot.pos_w[:, a], std, out)
+    return partial(k.anchor_pos_exp, s.ref.pos_w[:, a], s.robot.pos_w[:, a], std, out)
 
 
-def anchor_ori(s: MDPState, out: np.ndarray, std: float) -> None:
+@bound_term
+def anchor_ori(s: MDPState, out: np.ndarray, std: float) -> Callable[[], None]:
     """exp(-angle(q_ref, q)^2 / std^2) of the anchor body."""
     a = s.anchor
-    k.anchor_ori_exp(s.ref.quat_w[:, a], s.robot.quat_w[:, a], std, out)
+    return partial(k.anchor_ori_exp, s.ref.quat_w[:, a], s.robot.quat_w[:, a], std, out)
 
 
-def body_pos(s: MDPState, out: np.ndarray, std: float, body_ids: np.ndarray) -> None:
+@bound_term
+def body_pos(s: MDPState, out: np.ndarray, std: float, body_ids: np.ndarray) -> Callable[[], None]:
     """exp(-mean |p_rel_ref - p|^2 / std^2) over bodies, re-anchored reference."""
-    k.body_pos_exp(s.ref_rel_pos_w, s.robot.pos_w, body_ids, std, out)
+    return partial(k.body_pos_exp, s.ref_rel_pos_w, s.robot.pos_w, body_ids, std, out)
 
 
-def body_ori(s: MDPState, out: np.ndarray, std: float, body_ids: np.ndarray) -> None:
+@bound_term
+def body_ori(s: MDPState, out: np.ndarray, std: float, body_ids: np.ndarray) -> Callable[[], None]:
     """exp(-mean angle(q_rel_ref, q)^2 / std^2) over bodies, re-anchored reference."""
-    k.body_ori_exp(s.ref_rel_quat_w, s.robot.quat_w, body_ids, std, out)
+    return partial(k.body_ori_exp, s.ref_rel_quat_w, s.robot.quat_w, body_ids, std, out)
 
 
-def body_lin_vel(s: MDPState, out: np.ndarray, std: float, body_ids: np.ndarray) -> None:
+@bound_term
+def body_lin_vel(
+    s: MDPState, out: np.ndarray, std: float, body_ids: np.ndarray
+) -> Callable[[], None]:
     """exp(-mean |v_ref - v|^2 / std^2) over bodies, world frame."""
-    k.body_pos_exp(s.ref.lin_vel_w, s.robot.lin_vel_w, body_ids, std, out)
+    return partial(k.body_pos_exp, s.ref.lin_vel_w, s.robot.lin_vel_w, body_ids, std, out)
 
 
-def body_ang_vel(s: MDPState, out: np.ndarray, std: float, body_ids: np.ndarray) -> None:
+@bound_term
+def body_ang_vel(
+    s: MDPState, out: np.ndarray, std: float, body_ids: np.ndarray
+) -> Callable[[], None]:
     """exp(-mean |w_ref - w|^2 / std^2) over bodies, world frame."""
-    k.body_pos_exp(s.ref.ang_vel_w, s.robot.ang_vel_w, body_ids, std, out)
+    return partial(k.body_pos_exp, s.ref.ang_vel_w, s.robot.ang_vel_w, body_ids, std, out)
 
 
-def action_rate(s: MDPState, out: np.ndarray) -> None:
+@bound_term
+def action_rate(s: MDPState, out: np.ndarray) -> Callable[[], None]:
     """sum_j (a_t - a_{t-1})^2."""
-    k.action_rate_l2(s.action, s.last_action, out)
+    return partial(k.action_rate_l2, s.action, s.last_action, out)
 
 
-def joint_limit(s: MDPState, out: np.ndarray) -> None:
+@bound_term
+def joint_limit(s: MDPState, out: np.ndarray) -> Callable[[], None]:
     """Sum over joints of the distance beyond the soft joint limits, rad."""
-    k.joint_limit_violation(s.robot.joint_pos, s.soft_joint_limits, out)
+    return partial(k.joint_limit_violation, s.robot.joint_pos, s.soft_joint_limits, out)
 
 
-def self_collision(s: MDPState, out: np.ndarray) -> None:
+@bound_term
+def self_collision(s: MDPState, out: np.ndarray) -> Callable[[], None]:
     """Number of substeps of the last step with self-contact force above the threshold."""
-    out[:] = s.self_contact_substeps
+    return partial(np.copyto, out, s.self_contact_substeps, casting="unsafe")
 
 
 @dataclass(frozen=True)
@@ -92,10 +108,13 @@ class RewardManager:
         self._state = state
         self._dt = np.float32(dt)
         self.names = tuple(terms)
-        self._terms = [(c.func, state.resolve_term_params(c.params)) for c in terms.values()]
-        self._weights = np.array([c.weight for c in terms.values()], np.float32)
         n = state.num_envs
-        self._raw = np.zeros((len(self._terms), n), np.float32)
+        self._raw = np.zeros((len(terms), n), np.float32)
+        self._terms = [
+            bind_term(c.func, state, self._raw[t], state.resolve_term_params(c.params))
+            for t, c in enumerate(terms.values())
+        ]
+        self._weights = np.array([c.weight for c in terms.values()], np.float32)
         self.weighted = np.zeros((n, len(self._terms)), np.float32)
         self.reward = np.zeros(n, np.float32)
         self._dt_s = float(dt)
@@ -104,8 +123,8 @@ class RewardManager:
 
     def compute(self) -> np.ndarray:
         """Evaluate every term; returns `reward` (N,) float32 (owned buffer)."""
-        for t, (func, params) in enumerate(self._terms):
-            func(self._state, self._raw[t], **params)
+        for evaluate in self._terms:
+            evaluate()
         np.multiply(self._raw.T, self._weights, out=self.weighted)
         np.sum(self.weighted, axis=1, out=self.reward)
         self.reward *= self._dt

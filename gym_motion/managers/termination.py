@@ -1,6 +1,7 @@
 """Termination terms (docs/task.md section 8) and the manager that combines them.
 
-A term is a function ``term(state, out, **params)`` writing ``out`` (N,) bool. The time limit is
+A term is a function ``term(state, out, **params)`` writing ``out`` (N,) bool (the built-in
+ones are `bound_term`s). The time limit is
 not a term: the env reports it as truncation.
 """
 
@@ -8,29 +9,38 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from gym_motion.kernels import terminations as k
 from gym_motion.managers.state import MDPState
+from gym_motion.managers.terms import bind_term, bound_term
 
 
-def anchor_height(s: MDPState, out: np.ndarray, threshold: float) -> None:
+@bound_term
+def anchor_height(s: MDPState, out: np.ndarray, threshold: float) -> Callable[[], None]:
     """|z_ref - z| of the anchor body > threshold (m), reference not re-anchored."""
-    a = s.anchor
-    k.height_error_exceeds(s.ref.pos_w, s.robot.pos_w, np.array([a]), threshold, out)
+    ids = np.array([s.anchor])
+    return partial(k.height_error_exceeds, s.ref.pos_w, s.robot.pos_w, ids, threshold, out)
 
 
-def anchor_gravity(s: MDPState, out: np.ndarray, threshold: float) -> None:
+@bound_term
+def anchor_gravity(s: MDPState, out: np.ndarray, threshold: float) -> Callable[[], None]:
     """|gravity z in the anchor frame, reference vs robot| > threshold."""
     a = s.anchor
-    k.gravity_z_error_exceeds(s.ref.quat_w[:, a], s.robot.quat_w[:, a], threshold, out)
+    ref, robot = s.ref.quat_w[:, a], s.robot.quat_w[:, a]
+    return partial(k.gravity_z_error_exceeds, ref, robot, threshold, out)
 
 
-def body_height(s: MDPState, out: np.ndarray, threshold: float, body_ids: np.ndarray) -> None:
+@bound_term
+def body_height(
+    s: MDPState, out: np.ndarray, threshold: float, body_ids: np.ndarray
+) -> Callable[[], None]:
     """Any selected body's |z_rel_ref - z| > threshold (m), re-anchored reference."""
-    k.height_error_exceeds(s.ref_rel_pos_w, s.robot.pos_w, body_ids, threshold, out)
+    ref, robot = s.ref_rel_pos_w, s.robot.pos_w
+    return partial(k.height_error_exceeds, ref, robot, body_ids, threshold, out)
 
 
 @dataclass(frozen=True)
@@ -55,16 +65,17 @@ class TerminationManager:
     def __init__(self, terms: dict[str, TerminationTermCfg], state: MDPState):
         self._state = state
         self.names = tuple(terms)
-        self._terms = []
-        for cfg in terms.values():
-            self._terms.append((cfg.func, state.resolve_term_params(cfg.params)))
-        self.fired = np.zeros((len(self._terms), state.num_envs), bool)
+        self.fired = np.zeros((len(terms), state.num_envs), bool)
+        self._terms = [
+            bind_term(c.func, state, self.fired[t], state.resolve_term_params(c.params))
+            for t, c in enumerate(terms.values())
+        ]
         self.terminated = np.zeros(state.num_envs, bool)
 
     def compute(self) -> np.ndarray:
         """Evaluate every term; returns `terminated` (N,) bool (owned buffer)."""
-        for t, (func, params) in enumerate(self._terms):
-            func(self._state, self.fired[t], **params)
+        for evaluate in self._terms:
+            evaluate()
         np.any(self.fired, axis=0, out=self.terminated)
         return self.terminated
 
