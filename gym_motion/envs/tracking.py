@@ -300,7 +300,7 @@ class TrackingVecEnv(VectorEnv):
         t = perf_counter()
         # NEXT_STEP: rows that ended last step are reset now; this step is not theirs.
         autoreset = self._needs_reset.copy() if mode is AutoresetMode.NEXT_STEP else None
-        held = autoreset if autoreset is not None and autoreset.any() else None
+        held = autoreset if autoreset is not None and np.count_nonzero(autoreset) else None
 
         # 1-2: actions -> physics -> fresh state
         targets = self.actions.process(actions, held)
@@ -308,10 +308,10 @@ class TrackingVecEnv(VectorEnv):
         self.backend.step(targets)
         t = self._lap("physics", t)
         nonfinite = self.backend.nonfinite.copy()
-        blew_up = nonfinite.any()
+        blew_up = np.count_nonzero(nonfinite)
         if blew_up:
-            self.nonfinite_count += int(nonfinite.sum())
-            self._reinitialise(np.flatnonzero(nonfinite))
+            self.nonfinite_count += int(blew_up)
+            self._reinitialise(nonfinite.nonzero()[0])
         self.backend.copy_body_state_w(s.robot)
         np.copyto(s.self_contact_substeps, self.backend.self_contact_substeps)
         t = self._lap("copy", t)
@@ -336,13 +336,13 @@ class TrackingVecEnv(VectorEnv):
         done = terminated | truncated
         stepped = np.ones(n, bool) if autoreset is None else ~autoreset
         info = infos.step_info(self.rewards.names, self.rewards.weighted, stepped)
-        if done.any():
+        done_ids = done.nonzero()[0]
+        if done_ids.size:
             infos.add_episode_results(info, done, self._episode_log(done, truncated, nonfinite))
         t = self._lap("reward", t)
 
         # 5: interval events; the adaptive sampler
         pushed = self.events.step(self._rng)
-        done_ids = np.flatnonzero(done)
         self.command.update_sampler(done_ids, terminated[done_ids])
 
         # 6: resets (which rows restart depends on the autoreset mode)
@@ -353,12 +353,12 @@ class TrackingVecEnv(VectorEnv):
                 infos.add_same_step_final(info, self._observation(), done)
             restart = done_ids
         elif mode is AutoresetMode.NEXT_STEP:
-            restart = done_ids[:0] if held is None else np.flatnonzero(held)
+            restart = done_ids[:0] if held is None else held.nonzero()[0]
             self._needs_reset[:] = done
         else:  # DISABLED: the caller resets with options["reset_mask"] before the next step
             restart = done_ids[:0]
             self._needs_reset[:] = done
-        reinit = np.flatnonzero(teleport)
+        reinit = teleport.nonzero()[0]
         if restart.size:
             self._start_episodes(restart)
             reinit = np.union1d(reinit, restart) if reinit.size else restart

@@ -168,7 +168,7 @@ class MotionSampler:
         """
         failed = np.asarray(failed, dtype=bool)
         self.failure_ema *= 1.0 - self.alpha
-        if failed.any():  # (adding alpha * 0 would change no value)
+        if np.count_nonzero(failed):  # (adding alpha * 0 would change no value)
             self._failures.fill(0.0)
             bins = self.bins_of(np.asarray(clip_ids)[failed], np.asarray(frames)[failed])
             np.add.at(self._failures, bins, 1.0)
