@@ -28,3 +28,29 @@ def gl() -> None:
             f"offscreen rendering unavailable (MUJOCO_GL={os.environ.get('MUJOCO_GL')!r}): {exc}"
         )
     renderer.close()
+
+
+@pytest.fixture
+def same_eval_of_run_and_onnx(tmp_path):
+    """``check(run_dir, onnx_path)``: `gym-motion eval --model run_dir` and `eval --onnx
+    onnx_path` (1.5 s of the default motion each) end the same way, after the same number of
+    steps, with the same MPKPE, joint error and return (rel 1e-4)."""
+    import json
+
+    from gym_motion.cli import main
+
+    def check(run_dir, onnx_path) -> None:
+        results = {}
+        for flag, value in (("--model", run_dir), ("--onnx", onnx_path)):
+            out = tmp_path / f"eval_{flag[2:]}.json"
+            argv = ["eval", flag, str(value), "--max-seconds", "1.5", "--json", str(out)]
+            assert main(argv) == 0
+            result = json.loads(out.read_text())
+            (clip,) = result["clips"].values()
+            results[flag] = result["mean"] | {"ends": clip["terminations"]}
+        a, b = results["--model"], results["--onnx"]
+        assert a["ends"] == b["ends"] and a["episode_length"] == b["episode_length"]
+        for key in ("mpkpe_mm", "joint_pos_rad", "return"):
+            assert a[key] == pytest.approx(b[key], rel=1e-4, abs=1e-6), key
+
+    return check

@@ -369,7 +369,9 @@ def tiny_run(request, tmp_path_factory) -> Path:
     return out
 
 
-def test_export_then_eval_onnx_gives_the_sb3_models_actions_and_episode(tiny_run, capsys):
+def test_export_then_eval_onnx_gives_the_sb3_models_actions_and_episode(
+    tiny_run, capsys, same_eval_of_run_and_onnx
+):
     from gym_motion.adapters.sb3.policy import load_run_policy
 
     path = tiny_run / "policy.onnx"
@@ -389,17 +391,7 @@ def test_export_then_eval_onnx_gives_the_sb3_models_actions_and_episode(tiny_run
             obs, *_ = env.step(want)
     finally:
         env.close()
-    results = {}
-    for flag, value in (("--model", str(tiny_run)), ("--onnx", str(path))):
-        out = tiny_run / f"eval_{flag[2:]}.json"
-        assert main(["eval", flag, value, "--max-seconds", "1.5", "--json", str(out)]) == 0
-        results[flag] = json.loads(out.read_text())["mean"] | {
-            "ends": json.loads(out.read_text())["clips"][str(DEFAULT_MOTION_PATH)]["terminations"]
-        }
-    a, b = results["--model"], results["--onnx"]
-    assert a["ends"] == b["ends"] and a["episode_length"] == b["episode_length"]
-    for key in ("mpkpe_mm", "joint_pos_rad", "return"):
-        assert a[key] == pytest.approx(b[key], rel=1e-4, abs=1e-6), key
+    same_eval_of_run_and_onnx(tiny_run, path)
 
 
 def test_export_refuses_an_actor_that_reads_the_critic_group(tmp_path):

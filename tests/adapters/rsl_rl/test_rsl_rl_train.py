@@ -104,7 +104,9 @@ def test_eval_loads_the_run_and_repeats_the_after_training_result(tiny_run, caps
     assert clip["max_episode_steps"] == 25
 
 
-def test_export_then_eval_onnx_gives_the_actors_actions_and_episode(tiny_run, capsys, tmp_path):
+def test_export_then_eval_onnx_gives_the_actors_actions_and_episode(
+    tiny_run, capsys, tmp_path, same_eval_of_run_and_onnx
+):
     pytest.importorskip("onnxruntime")
     import onnx
 
@@ -130,17 +132,7 @@ def test_export_then_eval_onnx_gives_the_actors_actions_and_episode(tiny_run, ca
             obs, *_ = env.step(want)
     finally:
         env.close()
-    results = {}
-    for flag, value in (("--model", str(tiny_run)), ("--onnx", str(path))):
-        json_path = tmp_path / f"eval_{flag[2:]}.json"
-        assert main(["eval", flag, value, "--max-seconds", "1.5", "--json", str(json_path)]) == 0
-        result = json.loads(json_path.read_text())
-        (clip,) = result["clips"].values()
-        results[flag] = result["mean"] | {"ends": clip["terminations"]}
-    a, b = results["--model"], results["--onnx"]
-    assert a["ends"] == b["ends"] and a["episode_length"] == b["episode_length"]
-    for key in ("mpkpe_mm", "joint_pos_rad", "return"):
-        assert a[key] == pytest.approx(b[key], rel=1e-4, abs=1e-6), key
+    same_eval_of_run_and_onnx(tiny_run, path)
 
     # what cannot be exported is refused before anything is written
     bad = tmp_path / "bad"
