@@ -79,14 +79,6 @@ def self_collision(s: MDPState, out: np.ndarray) -> Callable[[], None]:
     return partial(np.copyto, out, s.self_contact_substeps, casting="unsafe")
 
 
-# The built-in terms `k.reward_terms` evaluates together in one kernel (the same values).
-FUSED_TERMS = {
-    anchor_pos: k.ANCHOR_POS, anchor_ori: k.ANCHOR_ORI, body_pos: k.BODY_POS,
-    body_ori: k.BODY_ORI, body_lin_vel: k.BODY_LIN_VEL, body_ang_vel: k.BODY_ANG_VEL,
-    action_rate: k.ACTION_RATE, joint_limit: k.JOINT_LIMIT, self_collision: k.SELF_COLLISION,
-}  # fmt: skip
-
-
 @dataclass(frozen=True)
 class RewardTermCfg:
     """One reward term: ``weight * func(state, out, **params) * dt``.
@@ -118,26 +110,19 @@ class RewardManager:
         self.names = tuple(terms)
         n = state.num_envs
         self._raw = np.zeros((len(terms), n), np.float32)
-        fused: list[tuple[int, int, dict]] = []  # (code, row, params)
-        self._terms = []  # the others, bound
-        for t, c in enumerate(terms.values()):
-            params = state.resolve_term_params(c.params)
-            if c.func in FUSED_TERMS:
-                fused.append((FUSED_TERMS[c.func], t, params))
-            else:
-                self._terms.append(bind_term(c.func, state, self._raw[t], params))
-        self._fused = _fused_call(fused, state, self._raw) if fused else None
+        self._terms = [
+            bind_term(c.func, state, self._raw[t], state.resolve_term_params(c.params))
+            for t, c in enumerate(terms.values())
+        ]
         self._weights = np.array([c.weight for c in terms.values()], np.float32)
-        self.weighted = np.zeros((n, len(terms)), np.float32)
+        self.weighted = np.zeros((n, len(self._terms)), np.float32)
         self.reward = np.zeros(n, np.float32)
         self._dt_s = float(dt)
-        self._term_sums = np.zeros((n, len(terms)), np.float64)
+        self._term_sums = np.zeros((n, len(self._terms)), np.float64)
         self._return = np.zeros(n, np.float64)
 
     def compute(self) -> np.ndarray:
         """Evaluate every term; returns `reward` (N,) float32 (owned buffer)."""
-        if self._fused is not None:
-            self._fused()
         for evaluate in self._terms:
             evaluate()
         np.multiply(self._raw.T, self._weights, out=self.weighted)
@@ -162,24 +147,3 @@ class RewardManager:
         """Start new episodes on rows `env_ids`: clear their sums."""
         self._term_sums[env_ids] = 0.0
         self._return[env_ids] = 0.0
-
-
-def _fused_call(terms: list[tuple[int, int, dict]], s: MDPState, raw: np.ndarray):
-    """`k.reward_terms` bound to the state for `terms` ((code, row of `raw`, params) each)."""
-    width = max([1] + [p["body_ids"].size for _, _, p in terms if "body_ids" in p])
-    body_ids = np.zeros((len(terms), width), np.int64)
-    counts = np.zeros(len(terms), np.int64)
-    for t, (_, _, p) in enumerate(terms):
-        if "body_ids" in p:
-            counts[t] = p["body_ids"].size
-            body_ids[t, : counts[t]] = p["body_ids"]
-    codes = np.array([code for code, _, _ in terms], np.int64)
-    rows = np.array([row for _, row, _ in terms], np.int64)
-    stds = np.array([p.get("std", 0.0) for _, _, p in terms], np.float64)
-    r, ref = s.robot, s.ref
-    return partial(
-        k.reward_terms, codes, stds, body_ids, counts, rows, s.anchor,
-        ref.pos_w, ref.quat_w, s.ref_rel_pos_w, s.ref_rel_quat_w, ref.lin_vel_w, ref.ang_vel_w,
-        r.pos_w, r.quat_w, r.lin_vel_w, r.ang_vel_w, s.action, s.last_action, r.joint_pos,
-        s.soft_joint_limits, s.self_contact_substeps, raw,
-    )  # fmt: skip
