@@ -26,6 +26,8 @@ def test_bound_builtin_terms_equal_their_direct_calls():
     cfg = eval_cfg()
     env = _stepped_env(cfg)
     s = env.state
+    s.robot.pos_w[::2, :, 2] += 0.3  # every height term fires on even rows
+    s.robot.quat_w[1::3, s.anchor] = [0.0, 1.0, 0.0, 0.0]  # upside down: the gravity term
     env.rewards.compute()
     for t, term in enumerate(cfg.rewards.values()):
         assert hasattr(term.func, "bind")
@@ -37,6 +39,7 @@ def test_bound_builtin_terms_equal_their_direct_calls():
         out = np.ones(env.num_envs, bool)
         term.func(s, out, **s.resolve_term_params(term.params))
         assert out.tobytes() == env.terminations.fired[t].tobytes()
+        assert out.any() and not out.all()
     buffers = env.observations.compute(env._rng)
     for group, terms in cfg.observation_groups().items():
         for name, term in terms.items():
