@@ -53,6 +53,10 @@ def test_numba_threads_sets_and_restores_also_on_error_and_nested():
 def test_a_row_kernel_runs_the_build_the_thread_chose(monkeypatch):
     from gym_motion.kernels.terminations import gravity_z_error_exceeds as kernel
 
+    # two builds with their own compile flags, and their own names, which key Numba's disk cache
+    assert kernel.parallel.targetoptions.get("parallel")
+    assert "parallel" not in kernel.serial.targetoptions
+    assert kernel.serial.py_func.__qualname__ == kernel.parallel.py_func.__qualname__ + "__serial"
     calls = []
     for build in ("serial", "parallel"):
         compiled = getattr(kernel, build)
