@@ -99,6 +99,13 @@ def eval_kwargs(config: Any) -> dict[str, Any]:
     }
 
 
+# what `print_summary` says of summary.json's "stopped_by"
+STOP_REASONS = {
+    "max_minutes": "; stopped by the --max-minutes budget before --total-steps",
+    "interrupt": "; interrupted",
+}
+
+
 def stopped_by(interrupted: bool, hit_budget: bool) -> str:
     """``summary.json``'s ``stopped_by``: "interrupt", "max_minutes" or "total_steps"."""
     if interrupted:
@@ -225,8 +232,9 @@ def print_summary(summary: dict[str, Any]) -> int:
     (130 when interrupted)."""
     from gym_motion.evaluate import format_table
 
+    why = STOP_REASONS.get(summary.get("stopped_by"), "")
     print(f"\nrun folder: {summary['run']}  ({summary['env_steps']} env steps, "
-          f"{summary['train_wall_s']:.0f} s)")  # fmt: skip
+          f"{summary['train_wall_s']:.0f} s{why})")  # fmt: skip
     print("before training (zero action):")
     print(format_table(summary["before"]))
     if "after" in summary:

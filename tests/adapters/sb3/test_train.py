@@ -146,12 +146,19 @@ def test_ctrl_c_saves_a_checkpoint(tmp_path, monkeypatch):
         assert (tmp_path / "run" / name).is_file(), name
 
 
-def test_wall_clock_budget_stops_learning(tmp_path):
+def test_wall_clock_budget_stops_learning_and_the_summary_says_so(tmp_path, capsys):
+    from gym_motion.adapters.run import print_summary
+
     summary = train(TrainConfig(num_envs=2, total_steps=100_000, max_minutes=1e-4,
                                 out=str(tmp_path / "run"), eval_max_seconds=0.1))  # fmt: skip
     assert summary["stopped_by"] == "max_minutes"
     assert summary["env_steps"] < 96  # one rollout of 24 steps x 2 envs (and one step)
     assert "after" in summary
+    capsys.readouterr()
+    assert print_summary(summary) == 0
+    assert "stopped by the --max-minutes budget" in capsys.readouterr().out
+    print_summary({**summary, "stopped_by": "total_steps"})
+    assert "stopped by" not in capsys.readouterr().out
 
 
 def test_cli_user_errors_are_one_line_with_exit_code_2(tiny_run, capsys):
