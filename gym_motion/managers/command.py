@@ -188,11 +188,9 @@ class CommandManager:
     def episode_log(self, length: np.ndarray) -> dict[str, np.ndarray]:
         """Episode means of the tracking errors, ``{"error/<name>": (N,) float32}``, for
         episodes of `length` (N,) steps so far (rows with length 0 divide by 1)."""
-        length = np.maximum(length, 1)
-        return {
-            f"error/{name}": (self._error_sums[:, e] / length).astype(np.float32)
-            for e, name in enumerate(TRACKING_ERRORS)
-        }
+        means = self._error_sums / np.maximum(length, 1)[:, None]
+        means = np.ascontiguousarray(means.T, np.float32)  # (E, N): one cast
+        return {f"error/{name}": means[e] for e, name in enumerate(TRACKING_ERRORS)}
 
     def reset(self, env_ids: np.ndarray) -> None:
         """Start new episodes on rows `env_ids`: clear their error sums."""

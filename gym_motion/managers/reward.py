@@ -138,9 +138,10 @@ class RewardManager:
 
     def episode_log(self) -> dict[str, np.ndarray]:
         """Episode sums so far: ``{"return": (N,), "reward/<term>": (N,)}``, float32."""
+        sums = np.ascontiguousarray(self._term_sums.T, np.float32)  # (K, N): one cast
         log = {"return": self._return.astype(np.float32)}
         for t, name in enumerate(self.names):
-            log[f"reward/{name}"] = self._term_sums[:, t].astype(np.float32)
+            log[f"reward/{name}"] = sums[t]
         return log
 
     def reset(self, env_ids: np.ndarray) -> None:

@@ -88,10 +88,8 @@ class TerminationManager:
         Args:
             done, truncated, nonfinite: (N,) bool of the step.
         """
-        log = {
-            f"termination/{name}": self.fired[t] & done & ~nonfinite
-            for t, name in enumerate(self.names)
-        }
+        ended = done & ~nonfinite
+        log = {f"termination/{name}": self.fired[t] & ended for t, name in enumerate(self.names)}
         log[f"termination/{self.NONFINITE}"] = nonfinite & done
         log[f"termination/{self.TIME_OUT}"] = truncated.copy()
         return log
