@@ -13,9 +13,10 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 
-@dataclass
+@dataclass(frozen=True)
 class BodyState:
-    """Kinematic state of N envs, filled in place by `SimBackend.copy_body_state_w`.
+    """Kinematic state of N envs, filled in place by `SimBackend.copy_body_state_w` (the
+    arrays are written in place, never reassigned: the dataclass is frozen).
 
     All arrays are float32, world frame, SI units, indexed by env then by bound body (the order
     of `SimBackend.body_ids`) or joint (the order of `SimBackend.joint_ids`).

@@ -13,6 +13,10 @@ from gym_motion.backends.base import BodyState
 class MDPState:
     """Buffers shared by the managers, allocated once for N envs and B tracked bodies.
 
+    The managers bind views of these buffers once (`gym_motion.managers.terms`), so they are
+    written in place (``state.action[...] = ...``) and never reassigned: assigning an attribute
+    after construction raises AttributeError (`robot` and `ref` are frozen `BodyState`s).
+
     Body arrays are indexed in the order of `body_names`; joints in robot joint order.
 
     Attributes:
@@ -51,6 +55,15 @@ class MDPState:
         self.last_action = np.zeros((n, j), np.float32)
         self.encoder_bias = np.zeros((n, j), np.float32)
         self.self_contact_substeps = np.zeros(n, np.int32)
+        object.__setattr__(self, "_sealed", True)
+
+    def __setattr__(self, name: str, value) -> None:
+        if getattr(self, "_sealed", False):
+            raise AttributeError(
+                f"MDPState.{name} cannot be reassigned: the managers read the buffer they were "
+                f"bound to; write into it in place (state.{name}[...] = value)"
+            )
+        object.__setattr__(self, name, value)
 
     @classmethod
     def for_robot(cls, robot, model, num_envs: int) -> MDPState:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pytest
 
 from gym_motion.envs import TrackingVecEnv
 from gym_motion.envs.config import TrackingEnvCfg, eval_cfg
@@ -88,3 +89,16 @@ def test_bind_term_binds_a_bound_term_once_and_wraps_a_plain_one():
 
     bind_term(plain, state, out, {"factor": 1.0})()
     assert out.tolist() == [1.0, 2.0, 3.0]
+
+
+def test_state_buffers_cannot_be_reassigned_only_written():
+    env = TrackingVecEnv(2, seed=0)
+    s = env.state
+    with pytest.raises(AttributeError, match=r"MDPState.action cannot be reassigned.*in place"):
+        s.action = np.ones_like(s.action)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        s.robot.pos_w = np.zeros_like(s.robot.pos_w)
+    s.action[...] = 1.0  # in place: what the bound terms read
+    env.rewards.compute()
+    assert env.rewards._raw[env.rewards.names.index("action_rate")].tolist() == [29.0, 29.0]
+    env.close()
