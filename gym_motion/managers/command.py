@@ -57,7 +57,6 @@ class CommandManager:
         self.clip_ids = np.zeros(n, np.int32)
         self.frames = np.zeros(n, np.int32)
         self.clip_end = np.zeros(n, bool)
-        self._rows = np.zeros(n, np.int64)
         self._all = np.arange(n, dtype=np.int64)
         self.sampler = MotionSampler(
             library.lengths,
@@ -145,11 +144,8 @@ class CommandManager:
         self._reference_step(True, self._all)
         return self.clip_end
 
-    def reference_rows(self, env_ids: np.ndarray | None = None) -> np.ndarray:
-        """Flat library frame index (M,) int64 of rows `env_ids` (all when None)."""
-        if env_ids is None:
-            np.add(self._starts[self.clip_ids], self.frames, out=self._rows)
-            return self._rows
+    def reference_rows(self, env_ids: np.ndarray) -> np.ndarray:
+        """Flat library frame index (M,) int64 of rows `env_ids` (M,)."""
         return self._starts[self.clip_ids[env_ids]] + self.frames[env_ids]
 
     def refresh(self, env_ids: np.ndarray | None = None) -> None:

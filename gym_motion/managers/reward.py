@@ -105,7 +105,6 @@ class RewardManager:
     """
 
     def __init__(self, terms: dict[str, RewardTermCfg], state: MDPState, dt: float):
-        self._state = state
         self._dt = np.float32(dt)
         self.names = tuple(terms)
         n = state.num_envs

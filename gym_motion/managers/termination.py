@@ -63,7 +63,6 @@ class TerminationManager:
     TIME_OUT = "time_out"  # cause: the time limit (a truncation, not a term)
 
     def __init__(self, terms: dict[str, TerminationTermCfg], state: MDPState):
-        self._state = state
         self.names = tuple(terms)
         self.fired = np.zeros((len(terms), state.num_envs), bool)
         self._terms = [
