@@ -19,6 +19,7 @@ from typing import Any
 __all__ = [
     "TRAIN_SAMPLING",
     "after_vs_before",
+    "check_sampling",
     "config_from_args",
     "eval_kwargs",
     "jsonable",
@@ -39,6 +40,13 @@ __all__ = [
 TRAIN_SAMPLING = ("uniform", "adaptive")
 
 
+def check_sampling(sampling: str) -> None:
+    """Raise ValueError unless `sampling` is one of `TRAIN_SAMPLING` (run configs call it on
+    construction, before any work)."""
+    if sampling not in TRAIN_SAMPLING:
+        raise ValueError(f"sampling must be one of {TRAIN_SAMPLING}, got {sampling!r}")
+
+
 def task_cfg(config: Any):
     """The training task (`TrackingEnvCfg`) of a run's ``TrainConfig``: the default task with
     its ``state_estimation`` and its ``sampling`` mode ("uniform" or "adaptive").
@@ -50,8 +58,7 @@ def task_cfg(config: Any):
 
     from gym_motion.envs.config import TrackingEnvCfg
 
-    if config.sampling not in TRAIN_SAMPLING:
-        raise ValueError(f"sampling must be one of {TRAIN_SAMPLING}, got {config.sampling!r}")
+    check_sampling(config.sampling)
     cfg = TrackingEnvCfg(state_estimation=config.state_estimation)
     return replace(cfg, sampling=replace(cfg.sampling, mode=config.sampling))
 

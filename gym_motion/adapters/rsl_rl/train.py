@@ -42,6 +42,7 @@ from typing import Any
 from gym_motion.adapters.rsl_rl.config import resolved_ppo, runner_cfg
 from gym_motion.adapters.run import (
     after_vs_before,
+    check_sampling,
     config_from_args,
     eval_kwargs,
     jsonable,
@@ -115,6 +116,7 @@ class TrainConfig:
             raise ValueError(f"reset_noise_ramp must be in [0, 1], got {self.reset_noise_ramp}")
         if self.obs_mode not in ("dict", "policy"):
             raise ValueError(f"obs_mode must be 'dict' or 'policy', got {self.obs_mode!r}")
+        check_sampling(self.sampling)
         resolved_ppo(self.ppo)  # unknown keys fail here, before any work
 
     def iterations(self) -> int:

@@ -42,6 +42,7 @@ from typing import Any
 from gym_motion.adapters.run import (
     TRAIN_SAMPLING,
     after_vs_before,
+    check_sampling,
     config_from_args,
     eval_kwargs,
     jsonable,
@@ -175,8 +176,7 @@ class TrainConfig:
     def __post_init__(self) -> None:
         if not 0.0 <= self.reset_noise_ramp <= 1.0:
             raise ValueError(f"reset_noise_ramp must be in [0, 1], got {self.reset_noise_ramp}")
-        if self.sampling not in TRAIN_SAMPLING:
-            raise ValueError(f"sampling must be one of {TRAIN_SAMPLING}, got {self.sampling!r}")
+        check_sampling(self.sampling)
         if self.algo not in ALGOS:
             raise ValueError(f"algo must be one of {ALGOS}, got {self.algo!r}")
         if self.algo == "sac" and self.obs_mode != "policy":
@@ -226,11 +226,6 @@ class KLAdaptiveLR:
             self.lr = min(self.hi, self.lr * 1.5)
 
 
-def env_cfg_for(config: TrainConfig):
-    """The training task config (`gym_motion.adapters.run.task_cfg`)."""
-    return task_cfg(config)
-
-
 def make_env(config: TrainConfig, motions: list[str] | None):
     """The training env: TrackingVecEnv (SAME_STEP) -> SB3VecEnv -> VecNormalize (obs only)."""
     from gymnasium.vector import AutoresetMode
@@ -243,7 +238,7 @@ def make_env(config: TrainConfig, motions: list[str] | None):
         num_envs=config.num_envs,
         motion=motions or None,
         backend=config.backend,
-        cfg=env_cfg_for(config),
+        cfg=task_cfg(config),
         autoreset_mode=AutoresetMode.SAME_STEP,
         obs_mode=config.obs_mode,
         seed=config.seed,
@@ -366,7 +361,7 @@ def resolved_config(config: TrainConfig, motions: list[str]) -> dict[str, Any]:
     return {
         "train": {**jsonable(config), "motion": motions},
         **algo,
-        "env": jsonable(env_cfg_for(config)),
+        "env": jsonable(task_cfg(config)),
         "versions": {
             "gym_motion": gym_motion.__version__,
             "stable_baselines3": stable_baselines3.__version__,

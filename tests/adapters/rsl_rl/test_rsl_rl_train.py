@@ -46,6 +46,8 @@ def test_beyondmimic_settings_in_rsl_rl_form():
                                                            "critic": ["policy"]}  # fmt: skip
     with pytest.raises(ValueError, match="unknown rsl_rl PPO settings"):
         TrainConfig(ppo={"n_steps": 8})
+    with pytest.raises(ValueError, match="sampling must be one of"):
+        TrainConfig(sampling="start")  # refused before any work, as for SB3 runs
     assert PPO_DEFAULTS["init_at_random_ep_len"] is True
 
 
