@@ -414,24 +414,9 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
         "deterministic policy; print per-clip success rate, MPKPE, joint error, tracking "
         "reward, episode length and how the episode ended (termination cause and step).",
     )
-    p.add_argument("--model", default=None, metavar="RUN_DIR", help="a gym-motion train run")
-    p.add_argument(
-        "--onnx", default=None, metavar="POLICY.onnx",
-        help="an ONNX tracking policy from any trainer, mapped onto the env by its deploy "
-        "metadata (joint order, default pose, action scale, observation terms)",
-    )  # fmt: skip
-    p.add_argument(
-        "--policy-meta", default=None, metavar="META.yaml",
-        help="deploy metadata for --onnx as YAML/JSON (the ONNX metadata keys); its keys "
-        "override the file's",
-    )  # fmt: skip
+    add_policy_args(p)
     p.add_argument("--motion", nargs="+", default=None, metavar="CLIP", help="clip npz(s)")
     p.add_argument("--episodes", type=int, default=1, help="episodes per clip (in parallel)")
-    p.add_argument(
-        "--policy", choices=("model", "zero", "tracker"), default=None,
-        help="model (with --model), zero (the zero action) or tracker (the ONNX policy shipped "
-        "for the embedded default motion, gym_motion.deploy.DEFAULT_POLICY_PATH)",
-    )  # fmt: skip
     p.add_argument(
         "--env-id", default=None, choices=_env_ids(),
         help="the env whose policy observation the policy reads (160 values, or 154 for "
@@ -454,6 +439,50 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run_cli)
 
 
+def add_policy_args(p: argparse.ArgumentParser) -> None:
+    """The policy-source options of ``gym-motion eval`` and ``render``: --model, --onnx,
+    --policy-meta, --policy (checked by `check_policy_args`)."""
+    p.add_argument("--model", default=None, metavar="RUN_DIR", help="a gym-motion train run")
+    p.add_argument(
+        "--onnx", default=None, metavar="POLICY.onnx",
+        help="an ONNX tracking policy from any trainer, mapped onto the env by its deploy "
+        "metadata (joint order, default pose, action scale, observation terms)",
+    )  # fmt: skip
+    p.add_argument(
+        "--policy-meta", default=None, metavar="META.yaml",
+        help="deploy metadata for --onnx as YAML/JSON (the ONNX metadata keys); its keys "
+        "override the file's",
+    )  # fmt: skip
+    p.add_argument(
+        "--policy", choices=("model", "zero", "tracker"), default=None,
+        help="model (with --model), zero (the zero action) or tracker (the ONNX policy shipped "
+        "for the embedded default motion, gym_motion.deploy.DEFAULT_POLICY_PATH)",
+    )  # fmt: skip
+
+
+def check_policy_args(args: argparse.Namespace, command: str) -> None:
+    """Check the options of `add_policy_args` (``gym-motion <command>``) and turn ``--policy
+    tracker`` into ``--onnx DEFAULT_POLICY_PATH`` (in `args`).
+
+    Raises:
+        SystemExit: contradictory options (tracker or --onnx with --model or --policy;
+            --policy-meta without --onnx), in one line naming them.
+    """
+    if args.policy == "tracker":
+        if args.onnx is not None or args.model is not None:
+            raise SystemExit(f"gym-motion {command}: --policy tracker runs the shipped ONNX "
+                             "policy; drop --model/--onnx")  # fmt: skip
+        from gym_motion.deploy import DEFAULT_POLICY_PATH
+
+        args.onnx, args.policy = str(DEFAULT_POLICY_PATH), None
+    if args.onnx is not None and (args.model is not None or args.policy is not None):
+        raise SystemExit(
+            f"gym-motion {command}: --onnx runs the ONNX policy; drop --model/--policy"
+        )
+    if args.policy_meta is not None and args.onnx is None:
+        raise SystemExit(f"gym-motion {command}: --policy-meta goes with --onnx")
+
+
 def _env_ids() -> list[str]:
     from gym_motion import ENV_IDS
 
@@ -467,17 +496,7 @@ def _env_id_state_estimation(env_id: str) -> bool:
 
 
 def _run_cli(args: argparse.Namespace) -> int:
-    if args.policy == "tracker":
-        if args.onnx is not None or args.model is not None:
-            raise SystemExit("gym-motion eval: --policy tracker runs the shipped ONNX policy; "
-                             "drop --model/--onnx")  # fmt: skip
-        from gym_motion.deploy import DEFAULT_POLICY_PATH
-
-        args.onnx, args.policy = str(DEFAULT_POLICY_PATH), None
-    if args.onnx is not None and (args.model is not None or args.policy is not None):
-        raise SystemExit("gym-motion eval: --onnx runs the ONNX policy; drop --model/--policy")
-    if args.policy_meta is not None and args.onnx is None:
-        raise SystemExit("gym-motion eval: --policy-meta goes with --onnx")
+    check_policy_args(args, "eval")
     state_estimation = None
     if args.env_id is not None:
         state_estimation = _env_id_state_estimation(args.env_id)

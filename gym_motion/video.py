@@ -302,20 +302,9 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
         "deterministic policy and write an MP4: the robot, and its reference pose as a "
         "translucent ghost, from a camera that follows the robot.",
     )
-    p.add_argument("--model", default=None, metavar="RUN_DIR", help="a gym-motion train run")
-    p.add_argument(
-        "--onnx", default=None, metavar="POLICY.onnx",
-        help="an ONNX tracking policy with deploy metadata (as gym-motion eval --onnx)",
-    )  # fmt: skip
-    p.add_argument(
-        "--policy-meta", default=None, metavar="META.yaml",
-        help="deploy metadata for --onnx as YAML/JSON; its keys override the file's",
-    )  # fmt: skip
-    p.add_argument(
-        "--policy", choices=("model", "zero", "tracker"), default=None,
-        help="model (with --model), zero (the zero action) or tracker (the ONNX policy shipped "
-        "for the embedded default motion, gym_motion.deploy.DEFAULT_POLICY_PATH)",
-    )  # fmt: skip
+    from gym_motion.evaluate import add_policy_args
+
+    add_policy_args(p)
     p.add_argument(
         "--motion", default=None, metavar="CLIP",
         help="clip npz (default: the run's first training clip, else the embedded default)",
@@ -340,19 +329,10 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run_cli(args: argparse.Namespace) -> int:
-    if args.policy == "tracker":
-        if args.onnx is not None or args.model is not None:
-            raise SystemExit("gym-motion render: --policy tracker runs the shipped ONNX policy; "
-                             "drop --model/--onnx")  # fmt: skip
-        from gym_motion.deploy import DEFAULT_POLICY_PATH
-
-        args.onnx, args.policy = str(DEFAULT_POLICY_PATH), None
+    from gym_motion.evaluate import check_policy_args
     from gym_motion.render import RenderCfg
 
-    if args.onnx is not None and (args.model is not None or args.policy is not None):
-        raise SystemExit("gym-motion render: --onnx runs the ONNX policy; drop --model/--policy")
-    if args.policy_meta is not None and args.onnx is None:
-        raise SystemExit("gym-motion render: --policy-meta goes with --onnx")
+    check_policy_args(args, "render")
     policy, config, state_estimation = None, {}, None
     if args.onnx is not None:
         from gym_motion.deploy import OnnxPolicy

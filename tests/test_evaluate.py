@@ -185,3 +185,24 @@ def test_eval_zero_policy_cli(tmp_path):
     assert main(["eval", "--policy", "zero", "--max-seconds", "0.2", "--json", str(path)]) == 0
     result = json.loads(path.read_text())
     assert result["policy"] == "zero" and result["mean"]["episode_length"] <= 10
+
+
+@pytest.mark.parametrize("command", ["eval", "render"])
+def test_policy_options_are_checked_alike_for_eval_and_render(command):
+    import argparse
+
+    from gym_motion.deploy import DEFAULT_POLICY_PATH
+    from gym_motion.evaluate import add_policy_args, check_policy_args
+
+    p = argparse.ArgumentParser()
+    add_policy_args(p)
+    args = p.parse_args(["--policy", "tracker"])
+    check_policy_args(args, command)
+    assert (args.onnx, args.policy) == (str(DEFAULT_POLICY_PATH), None)
+    for argv, message in (
+        (["--policy", "tracker", "--model", "run"], "--policy tracker runs the shipped ONNX"),
+        (["--onnx", "p.onnx", "--policy", "zero"], "--onnx runs the ONNX policy; drop"),
+        (["--policy-meta", "m.yaml"], "--policy-meta goes with --onnx"),
+    ):
+        with pytest.raises(SystemExit, match=f"gym-motion {command}: {message}"):
+            check_policy_args(p.parse_args(argv), command)
