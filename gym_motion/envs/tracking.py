@@ -20,6 +20,7 @@ from gym_motion.backends.threads import NumbaThreads
 from gym_motion.envs import info as infos
 from gym_motion.envs.config import TrackingEnvCfg
 from gym_motion.envs.fork import choose_async_start_method
+from gym_motion.kernels.episode import end_step
 from gym_motion.managers.action import ActionManager
 from gym_motion.managers.command import CommandManager
 from gym_motion.managers.events import EventContext, EventManager
@@ -36,6 +37,10 @@ from gym_motion.robots.spec import body_ids
 # scale (0.07 .. 0.55 rad per unit) the bound reaches past every joint range except wrist pitch
 # and yaw (+/- 0.745 rad around the default pose, of +/- 1.61 rad).
 ACTION_BOUND = 10.0
+_NO_ROWS = np.zeros(0, np.int64)  # an empty row selection (never written)
+_NO_ROWS.flags.writeable = False
+_NO_FLAGS = np.zeros(0, bool)
+_NO_FLAGS.flags.writeable = False
 PHASES = ("action", "physics", "copy", "command", "termination", "reward", "reset", "observation")
 
 
@@ -218,6 +223,7 @@ class TrackingVecEnv(VectorEnv):
         self.time_limit_offset = np.zeros(n, np.int32)
         # rows that ended and must restart: NEXT_STEP does it next step, DISABLED refuses to step
         self._needs_reset = np.zeros(n, bool)
+        self._held = np.zeros(n, bool)  # rows being autoreset on this step (NEXT_STEP mode)
         # after make_backend, which sized this thread's Numba pool (the ceiling) to the budget
         self._numba_threads = NumbaThreads.for_rows(n)
         self.nonfinite_count = 0
@@ -299,17 +305,20 @@ class TrackingVecEnv(VectorEnv):
             )
         t = perf_counter()
         # NEXT_STEP: rows that ended last step are reset now; this step is not theirs.
-        autoreset = self._needs_reset.copy() if mode is AutoresetMode.NEXT_STEP else None
-        held = autoreset if autoreset is not None and np.count_nonzero(autoreset) else None
+        held = self._held
+        if mode is AutoresetMode.NEXT_STEP:
+            np.copyto(held, self._needs_reset)
+        num_held = np.count_nonzero(held)
 
         # 1-2: actions -> physics -> fresh state
         targets = self.actions.process(actions, held)
         t = self._lap("action", t)
         self.backend.step(targets)
         t = self._lap("physics", t)
-        nonfinite = self.backend.nonfinite.copy()
+        nonfinite = self.backend.nonfinite  # all False unless blew_up (then copied: RSI clears it)
         blew_up = np.count_nonzero(nonfinite)
         if blew_up:
+            nonfinite = nonfinite.copy()
             self.nonfinite_count += int(blew_up)
             self._reinitialise(nonfinite.nonzero()[0])
         self.backend.copy_body_state_w(s.robot)
@@ -317,48 +326,43 @@ class TrackingVecEnv(VectorEnv):
         t = self._lap("copy", t)
 
         # 3-4: reference, terminations, rewards, episode sums
-        clip_end = self.command.advance().copy()
+        past_end = self.command.advance()
         t = self._lap("command", t)
-        terminated = self.terminations.compute().copy()
-        terminated |= nonfinite
+        any_term = self.terminations.compute()
         t = self._lap("termination", t)
-        reward = self.rewards.compute().copy()
-        if blew_up:
-            reward[nonfinite] = 0.0
-        self.episode_length += 1
-        limit_steps = self.episode_length + self.time_limit_offset
-        truncated = (limit_steps >= self.max_episode_steps) & ~terminated
-        if held is not None:
-            for a in (reward, terminated, truncated, clip_end):
-                a[held] = 0
+        term_reward = self.rewards.compute()
+        terminated, truncated, clip_end = np.empty(n, bool), np.empty(n, bool), np.empty(n, bool)
+        reward, done, teleport = np.empty(n, np.float32), np.empty(n, bool), np.empty(n, bool)
+        num_done, num_teleport = end_step(
+            any_term, nonfinite, term_reward, past_end, held, self.episode_length,
+            self.time_limit_offset, self.max_episode_steps, terminated, truncated, reward,
+            clip_end, done, teleport,
+        )  # fmt: skip
         self.command.compute_errors()
         self.rewards.accumulate(reward)
-        done = terminated | truncated
-        stepped = np.ones(n, bool) if autoreset is None else ~autoreset
-        info = infos.step_info(self.rewards.names, self.rewards.weighted, stepped)
-        done_ids = done.nonzero()[0]
-        if done_ids.size:
+        info = infos.step_info(self.rewards.names, self.rewards.weighted, ~held)
+        done_ids = done.nonzero()[0] if num_done else _NO_ROWS
+        if num_done:
             infos.add_episode_results(info, done, self._episode_log(done, truncated, nonfinite))
         t = self._lap("reward", t)
 
         # 5: interval events; the adaptive sampler
         pushed = self.events.step(self._rng)
-        self.command.update_sampler(done_ids, terminated[done_ids])
+        self.command.update_sampler(done_ids, terminated[done_ids] if num_done else _NO_FLAGS)
 
         # 6: resets (which rows restart depends on the autoreset mode)
-        teleport = clip_end & ~done
         infos.add_clip_end(info, teleport)
         if mode is AutoresetMode.SAME_STEP:
-            if done_ids.size:
+            if num_done:
                 infos.add_same_step_final(info, self._observation(), done)
             restart = done_ids
         elif mode is AutoresetMode.NEXT_STEP:
-            restart = done_ids[:0] if held is None else held.nonzero()[0]
+            restart = held.nonzero()[0] if num_held else _NO_ROWS
             self._needs_reset[:] = done
         else:  # DISABLED: the caller resets with options["reset_mask"] before the next step
-            restart = done_ids[:0]
+            restart = _NO_ROWS
             self._needs_reset[:] = done
-        reinit = teleport.nonzero()[0]
+        reinit = teleport.nonzero()[0] if num_teleport else _NO_ROWS
         if restart.size:
             self._start_episodes(restart)
             reinit = np.union1d(reinit, restart) if reinit.size else restart

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import math
 
-from numba import prange
+import numpy as np
+from numba import njit, prange
 
 from gym_motion.kernels.dispatch import row_kernel
 from gym_motion.kernels.quat import quat_angle_between
@@ -90,3 +91,66 @@ def joint_limit_violation(joint_pos, soft_limits, out):
             q = joint_pos[i, j]
             acc += max(soft_limits[j, 0] - q, 0.0) + max(q - soft_limits[j, 1], 0.0)
         out[i] = acc
+
+
+MAX_TERMS = 128  # `weigh_terms` sums in NumPy's order for up to this many terms
+
+
+@row_kernel
+def weigh_terms(raw, weights, dt, weighted, reward):
+    """``weighted[i, k] = raw[k, i] * weights[k]`` and ``reward[i] = dt * sum_k weighted[i, k]``,
+    float32; the sum in NumPy's pairwise order (``np.sum(weighted, axis=1)``, bit for bit).
+
+    raw (K, N) float32, the terms' values; weights (K,) float32; dt float32, s; weighted (N, K)
+    and reward (N,) float32 are written. K <= `MAX_TERMS`.
+    """
+    nk = raw.shape[0]
+    for i in prange(reward.shape[0]):
+        row = weighted[i]
+        for k in range(nk):
+            row[k] = raw[k, i] * weights[k]
+        reward[i] = _numpy_pairwise_sum(row) * dt
+
+
+@njit(cache=True, inline="always")
+def _numpy_pairwise_sum(x):
+    """Sum of a float32 vector of at most 128 values in the order of NumPy's ``pairwise_sum``
+    (numpy/_core/src/umath/loops_utils.h.src): sequential below 8 values, else 8 interleaved
+    partial sums combined as a tree, then the remainder."""
+    n = x.shape[0]
+    if n < 8:
+        res = np.float32(0.0)
+        for i in range(n):
+            res += x[i]
+        return res
+    r0, r1, r2, r3, r4, r5, r6, r7 = x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7]
+    i = 8
+    while i < n - n % 8:
+        r0 += x[i]
+        r1 += x[i + 1]
+        r2 += x[i + 2]
+        r3 += x[i + 3]
+        r4 += x[i + 4]
+        r5 += x[i + 5]
+        r6 += x[i + 6]
+        r7 += x[i + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += x[i]
+        i += 1
+    return res
+
+
+@row_kernel
+def add_episode_sums(weighted, dt, reward, term_sums, episode_return):
+    """Episode sums of one step: ``term_sums[i, k] += weighted[i, k] * dt`` (the product in
+    float32) and ``episode_return[i] += reward[i]``.
+
+    weighted (N, K) float32; dt float32, s; reward (N,) float32; term_sums (N, K) and
+    episode_return (N,) float64, updated in place.
+    """
+    for i in prange(reward.shape[0]):
+        for k in range(weighted.shape[1]):
+            term_sums[i, k] += weighted[i, k] * dt
+        episode_return[i] += reward[i]

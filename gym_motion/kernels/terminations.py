@@ -27,3 +27,14 @@ def gravity_z_error_exceeds(ref_quat_w, robot_quat_w, threshold, out):
         ga = -(1.0 - 2.0 * (a[1] * a[1] + a[2] * a[2]))
         gb = -(1.0 - 2.0 * (b[1] * b[1] + b[2] * b[2]))
         out[i] = abs(ga - gb) > threshold
+
+
+@row_kernel
+def any_fired(fired, out):
+    """``out[i] = any_k fired[k, i]``; fired (K, N) bool, out (N,) bool."""
+    for i in prange(out.shape[0]):
+        hit = False
+        for k in range(fired.shape[0]):
+            if fired[k, i]:
+                hit = True
+        out[i] = hit

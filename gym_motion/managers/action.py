@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gym_motion.kernels.actions import joint_targets
 from gym_motion.managers.state import MDPState
 
 
@@ -26,6 +27,7 @@ class ActionManager:
         self._state = state
         self._scale = np.asarray(action_scale, np.float32)
         self.targets = np.zeros(state.action.shape, np.float32)
+        self._none_held = np.zeros(state.num_envs, bool)
 
     def process(self, actions: np.ndarray, held: np.ndarray | None = None) -> np.ndarray:
         """Take (N, J) actions: last_action <- action <- actions, rows `held` (N,) bool get zero
@@ -38,15 +40,11 @@ class ActionManager:
         actions = np.asarray(actions)
         if actions.shape != s.action.shape:
             raise ValueError(f"actions must have shape {s.action.shape}, got {actions.shape}")
-        if not np.isfinite(actions).all():
+        if actions.dtype != np.float32 and actions.dtype != np.float64:
+            actions = actions.astype(np.float32, casting="same_kind")
+        held = self._none_held if held is None else held
+        if joint_targets(actions, self._scale, s.default_joint_pos, s.encoder_bias, held,
+                         s.action, s.last_action, self.targets):  # fmt: skip
             bad = np.flatnonzero(~np.isfinite(actions).all(axis=1))
             raise ValueError(f"actions of envs {bad[:10].tolist()} are not finite")
-        np.copyto(s.last_action, s.action)
-        np.copyto(s.action, actions, casting="same_kind")
-        if held is not None:
-            s.action[held] = 0.0
-            s.last_action[held] = 0.0
-        np.multiply(s.action, self._scale, out=self.targets)
-        self.targets += s.default_joint_pos
-        self.targets -= s.encoder_bias
         return self.targets

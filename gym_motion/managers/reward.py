@@ -105,6 +105,8 @@ class RewardManager:
     """
 
     def __init__(self, terms: dict[str, RewardTermCfg], state: MDPState, dt: float):
+        if len(terms) > k.MAX_TERMS:
+            raise ValueError(f"at most {k.MAX_TERMS} reward terms are supported, got {len(terms)}")
         self._dt = np.float32(dt)
         self.names = tuple(terms)
         n = state.num_envs
@@ -116,7 +118,6 @@ class RewardManager:
         self._weights = np.array([c.weight for c in terms.values()], np.float32)
         self.weighted = np.zeros((n, len(self._terms)), np.float32)
         self.reward = np.zeros(n, np.float32)
-        self._dt_s = float(dt)
         self._term_sums = np.zeros((n, len(self._terms)), np.float64)
         self._return = np.zeros(n, np.float64)
 
@@ -124,16 +125,13 @@ class RewardManager:
         """Evaluate every term; returns `reward` (N,) float32 (owned buffer)."""
         for evaluate in self._terms:
             evaluate()
-        np.multiply(self._raw.T, self._weights, out=self.weighted)
-        np.sum(self.weighted, axis=1, out=self.reward)
-        self.reward *= self._dt
+        k.weigh_terms(self._raw, self._weights, self._dt, self.weighted, self.reward)
         return self.reward
 
     def accumulate(self, reward: np.ndarray) -> None:
         """Add the last step to the episode sums: each term's ``weighted * dt``, and `reward`
         (N,) float32 (the env's reward after masking) to the return."""
-        self._term_sums += self.weighted * self._dt_s
-        self._return += reward
+        k.add_episode_sums(self.weighted, self._dt, reward, self._term_sums, self._return)
 
     def episode_log(self) -> dict[str, np.ndarray]:
         """Episode sums so far: ``{"return": (N,), "reward/<term>": (N,)}``, float32."""

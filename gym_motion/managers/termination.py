@@ -75,7 +75,7 @@ class TerminationManager:
         """Evaluate every term; returns `terminated` (N,) bool (owned buffer)."""
         for evaluate in self._terms:
             evaluate()
-        np.any(self.fired, axis=0, out=self.terminated)
+        k.any_fired(self.fired, self.terminated)
         return self.terminated
 
     def episode_log(
