@@ -20,6 +20,7 @@ Copy and post-step kernels cost ~0.7 ms and ~0.02 ms at N = 1024 (2 threads), < 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 
 import mujoco
 import mujoco.batch
@@ -43,7 +44,7 @@ from gym_motion.backends.threads import (
     resolve_thread_budget,
     thread_ids,
 )
-from gym_motion.kernels.dispatch import row_kernel
+from gym_motion.kernels.dispatch import bind_builds, row_kernel, serial_rows_enabled
 from gym_motion.kernels.quat import quat_mul, quat_rotate
 
 __all__ = ["MujocoBackend", "add_self_contact_sensor", "SELF_CONTACT_SENSOR"]
@@ -257,7 +258,8 @@ def _post_step_kernel(
     qpos, qvel, warning, bad_warnings, failed, sens, cols, use_norm, threshold, vmax,
     nonfinite, counts,
 ):  # fmt: skip
-    """Per env: nonfinite flag and the number of substeps with a self-contact force > threshold.
+    """Per env: nonfinite flag and the number of substeps with a self-contact force > threshold;
+    then the env's warning counters and `failed` flag are cleared for the next step.
 
     qpos (N, nq), qvel (N, nv); warning (N, nwarn, 2) int32; failed (N,) bool (MuJoCo errors);
     sens (N, S, nsensordata) per substep; cols (slots, 3) sensordata columns of each slot's force;
@@ -266,9 +268,13 @@ def _post_step_kernel(
     n = qpos.shape[0]
     for e in nb.prange(n):
         bad = failed[e]
+        failed[e] = False
         for k in range(bad_warnings.shape[0]):
             if warning[e, bad_warnings[k], 1] != 0:
                 bad = True
+        for k in range(warning.shape[1]):
+            warning[e, k, 0] = 0
+            warning[e, k, 1] = 0
         if not bad:
             for k in range(qpos.shape[1]):
                 x = qpos[e, k]
@@ -387,7 +393,7 @@ class MujocoBackend:
         )
 
         # self-contact sensor columns
-        self.self_contact_threshold = self_contact_threshold
+        self._self_contact_threshold = self_contact_threshold
         self._contact_cols = np.zeros((0, 3), np.int64)
         self._contact_norm = False
         if self_contact_threshold is not None:
@@ -415,7 +421,8 @@ class MujocoBackend:
         self._ctrl = b.bind("ctrl")
         self._warm = b.bind("qacc_warmstart")
         self._act = b.bind("act") if model.na else None
-        self._warning = b.warning  # (N, nwarning, 2) int32, zeroed before each call
+        self._warning = b.warning  # (N, nwarning, 2) int32, zero before each call
+        self._warning[...] = 0
         self._sens = np.zeros((self.num_envs, self.decimation, model.nsensordata))
         self._record = {"sensordata": self._sens}
         self._failed = np.zeros(self.num_envs, bool)
@@ -424,6 +431,17 @@ class MujocoBackend:
         self.self_contact_substeps = np.zeros(self.num_envs, np.int32)
         self._fields: dict[str, np.ndarray] = {}  # field -> live (N, ...) per-env table
         self._closed = False
+        # the kernels of every step, bound to the batch's views in both builds
+        self._kinematics = bind_builds(partial(
+            _body_state_kernel, self._qpos, self._qvel, *self._kin, self.body_ids,
+            self._joint_qadr, self._joint_dadr,
+        ))  # fmt: skip
+        threshold = -np.inf if self_contact_threshold is None else float(self_contact_threshold)
+        self._post_step = bind_builds(partial(
+            _post_step_kernel, self._qpos, self._qvel, self._warning, self._bad_warnings,
+            self._failed, self._sens, self._contact_cols, self._contact_norm, threshold,
+            QVEL_BOUND, self.nonfinite, self.self_contact_substeps,
+        ))  # fmt: skip
 
     # ---------------------------------------------------------------------------------------
 
@@ -452,26 +470,11 @@ class MujocoBackend:
             self._ctrl[...] = target
         else:
             self._ctrl[:, self._act_ids] = target
-        self._warning[...] = 0
-        self._failed[:] = False
-        try:
+        try:  # (the warning counters and `_failed` were cleared by the last post-step kernel)
             self._batch.rollout(self.decimation, record=("sensordata",), out=self._record)
         except mujoco.batch.SimulationError as err:  # those rows kept their pre-step state
             self._failed[err.ids] = True
-        _post_step_kernel(
-            self._qpos,
-            self._qvel,
-            self._warning,
-            self._bad_warnings,
-            self._failed,
-            self._sens,
-            self._contact_cols,
-            self._contact_norm,
-            -np.inf if self.self_contact_threshold is None else float(self.self_contact_threshold),
-            QVEL_BOUND,
-            self.nonfinite,
-            self.self_contact_substeps,
-        )
+        self._post_step[serial_rows_enabled()]()
 
     def copy_body_state_w(self, out: BodyState, env_ids: np.ndarray | None = None) -> None:
         """Fill `out` (float32, world frame) from the current qpos/qvel of every env, or of
@@ -482,13 +485,7 @@ class MujocoBackend:
         each body frame origin (not of its centre of mass).
         """
         self._check_open()
-        _body_state_kernel(
-            self._qpos,
-            self._qvel,
-            *self._kin,
-            self.body_ids,
-            self._joint_qadr,
-            self._joint_dadr,
+        self._kinematics[serial_rows_enabled()](
             self._all_rows if env_ids is None else resolve_env_ids(env_ids, self.num_envs),
             out.pos_w,
             out.quat_w,
@@ -584,6 +581,11 @@ class MujocoBackend:
 
     # ---------------------------------------------------------------------------------------
     # extras (not part of SimBackend)
+
+    @property
+    def self_contact_threshold(self) -> float | None:
+        """The self-contact force threshold, N (None: not counted); fixed at construction."""
+        return self._self_contact_threshold
 
     @property
     def qpos(self) -> np.ndarray:

@@ -25,6 +25,7 @@ key                             dtype   meaning (mask)
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -40,12 +41,16 @@ def step_info(
 ) -> dict[str, Any]:
     """Per-step keys: ``reward/<term>`` from `weighted` (N, K) float32 (copied), masked by
     `stepped` (N,) bool."""
-    info: dict[str, Any] = {}
-    columns = weighted.T.copy()  # one copy; each term's values are a contiguous row of it
-    for t, name in enumerate(term_names):
-        info[REWARD + name] = columns[t]
-        info["_" + REWARD + name] = stepped
+    keys, mask_keys = _reward_keys(tuple(term_names))
+    info: dict[str, Any] = dict(zip(keys, weighted.T.copy(), strict=True))  # rows of one copy
+    info.update(dict.fromkeys(mask_keys, stepped))
     return info
+
+
+@functools.cache
+def _reward_keys(term_names: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The ``reward/<term>`` and ``_reward/<term>`` keys of the terms (built once)."""
+    return tuple(REWARD + n for n in term_names), tuple("_" + REWARD + n for n in term_names)
 
 
 def add_episode_results(

@@ -20,6 +20,7 @@ from gym_motion.backends.threads import NumbaThreads
 from gym_motion.envs import info as infos
 from gym_motion.envs.config import TrackingEnvCfg
 from gym_motion.envs.fork import choose_async_start_method
+from gym_motion.kernels.dispatch import serial_rows_enabled
 from gym_motion.kernels.episode import end_step
 from gym_motion.managers.action import ActionManager
 from gym_motion.managers.command import CommandManager
@@ -333,7 +334,7 @@ class TrackingVecEnv(VectorEnv):
         term_reward = self.rewards.compute()
         terminated, truncated, clip_end = np.empty(n, bool), np.empty(n, bool), np.empty(n, bool)
         reward, done, teleport = np.empty(n, np.float32), np.empty(n, bool), np.empty(n, bool)
-        num_done, num_teleport = end_step(
+        num_done, num_teleport = end_step.builds[serial_rows_enabled()](
             any_term, nonfinite, term_reward, past_end, held, self.episode_length,
             self.time_limit_offset, self.max_episode_steps, terminated, truncated, reward,
             clip_end, done, teleport,

@@ -11,8 +11,8 @@ from gym_motion.kernels.dispatch import row_kernel
 
 
 @row_kernel
-def joint_targets(actions, scale, default_joint_pos, encoder_bias, held, action, last_action,
-                  targets):  # fmt: skip
+def joint_targets(scale, default_joint_pos, encoder_bias, action, last_action, targets, actions,
+                  held):  # fmt: skip
     """``last_action <- action <- actions`` (rows `held` zeroed, action and history) and
     ``targets = action * scale + default_joint_pos - encoder_bias``, rad, float32 throughout.
 

@@ -50,3 +50,13 @@ def end_step(any_term, nonfinite, term_reward, past_clip_end, held, episode_leng
         num_done += d
         num_teleport += end and not d
     return num_done, num_teleport
+
+
+@row_kernel
+def count_down(timer, dt):
+    """``timer -= dt`` (N,) float64, s; returns how many timers are now <= 0 (due)."""
+    due = 0
+    for i in prange(timer.shape[0]):
+        timer[i] -= dt
+        due += timer[i] <= 0.0
+    return due

@@ -36,6 +36,7 @@ def tracking_errors(
     joint_pos,
     joint_vel,
     out,
+    sums,
 ):
     """Tracking errors of each env, in the order of `TRACKING_ERRORS`.
 
@@ -46,6 +47,7 @@ def tracking_errors(
         anchor, root: int, indices of the anchor and root bodies along B.
         ref_joint_pos, ref_joint_vel, joint_pos, joint_vel: (N, J) float32, rad, rad/s.
         out: (N, 8) float32, written.
+        sums: (N, 8) float64, `out` added to it (episode sums).
     """
     nb = pos_w.shape[1]
     nj = joint_pos.shape[1]
@@ -90,3 +92,5 @@ def tracking_errors(
         out[i, 5] = jv / nj
         out[i, 6] = mpkpe / nb
         out[i, 7] = root_mpkpe / nb
+        for k in range(out.shape[1]):
+            sums[i, k] += out[i, k]

@@ -143,7 +143,7 @@ def _numpy_pairwise_sum(x):
 
 
 @row_kernel
-def add_episode_sums(weighted, dt, reward, term_sums, episode_return):
+def add_episode_sums(weighted, dt, term_sums, episode_return, reward):
     """Episode sums of one step: ``term_sums[i, k] += weighted[i, k] * dt`` (the product in
     float32) and ``episode_return[i] += reward[i]``.
 

@@ -6,9 +6,12 @@ the encoder bias is subtracted because the robot believes its joints sit at the 
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from gym_motion.kernels.actions import joint_targets
+from gym_motion.kernels.dispatch import bind_builds, serial_rows_enabled
 from gym_motion.managers.state import MDPState
 
 
@@ -28,6 +31,11 @@ class ActionManager:
         self._scale = np.asarray(action_scale, np.float32)
         self.targets = np.zeros(state.action.shape, np.float32)
         self._none_held = np.zeros(state.num_envs, bool)
+        s = state
+        self._targets = bind_builds(partial(
+            joint_targets, self._scale, s.default_joint_pos, s.encoder_bias, s.action,
+            s.last_action, self.targets,
+        ))  # fmt: skip
 
     def process(self, actions: np.ndarray, held: np.ndarray | None = None) -> np.ndarray:
         """Take (N, J) actions: last_action <- action <- actions, rows `held` (N,) bool get zero
@@ -43,8 +51,7 @@ class ActionManager:
         if actions.dtype != np.float32 and actions.dtype != np.float64:
             actions = actions.astype(np.float32, casting="same_kind")
         held = self._none_held if held is None else held
-        if joint_targets(actions, self._scale, s.default_joint_pos, s.encoder_bias, held,
-                         s.action, s.last_action, self.targets):  # fmt: skip
+        if self._targets[serial_rows_enabled()](actions, held):
             bad = np.flatnonzero(~np.isfinite(actions).all(axis=1))
             raise ValueError(f"actions of envs {bad[:10].tolist()} are not finite")
         return self.targets

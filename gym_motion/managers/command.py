@@ -10,9 +10,12 @@ tracking errors with their per-episode means.
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from gym_motion.kernels.command import reference_step
+from gym_motion.kernels.dispatch import bind_builds, serial_rows_enabled
 from gym_motion.kernels.metrics import TRACKING_ERRORS, tracking_errors
 from gym_motion.kernels.reset import rsi_state
 from gym_motion.managers.state import MDPState
@@ -73,6 +76,15 @@ class CommandManager:
         self._qvel = np.zeros((n, 6 + j))
         self.errors = np.zeros((n, len(TRACKING_ERRORS)), np.float32)
         self._error_sums = np.zeros((n, len(TRACKING_ERRORS)), np.float64)
+        # every step's kernels, bound once in both builds
+        self._advance_all = bind_builds(self._reference_step(True, self._all))
+        self._refresh_all = bind_builds(self._reference_step(False, self._all))
+        s = state
+        self._errors = bind_builds(partial(
+            tracking_errors, s.ref.pos_w, s.ref.quat_w, s.ref_rel_pos_w, s.ref_rel_quat_w,
+            s.robot.pos_w, s.robot.quat_w, s.anchor, s.root, s.ref.joint_pos, s.ref.joint_vel,
+            s.robot.joint_pos, s.robot.joint_vel, self.errors, self._error_sums,
+        ))  # fmt: skip
 
     # ------------------------------------------------------------------ reset states
     @property
@@ -141,7 +153,7 @@ class CommandManager:
         Envs past their clip's last frame stay on it until the env re-initialises them. Must
         run after the robot state is fresh (after physics).
         """
-        self._reference_step(True, self._all)
+        self._advance_all[serial_rows_enabled()]()
         return self.clip_end
 
     def reference_rows(self, env_ids: np.ndarray) -> np.ndarray:
@@ -154,12 +166,18 @@ class CommandManager:
 
         Must run after the robot state of those rows is fresh (after physics or a state write).
         """
-        self._reference_step(False, self._all if env_ids is None else env_ids)
+        if env_ids is None:
+            self._refresh_all[serial_rows_enabled()]()
+        else:
+            self._reference_step(False, env_ids)()
 
-    def _reference_step(self, advance: bool, env_ids: np.ndarray) -> None:
+    def _reference_step(self, advance: bool, env_ids: np.ndarray) -> partial:
+        """`reference_step` over rows `env_ids` (advancing them first or not), bound to its
+        arguments."""
         lib, s = self.library, self._state
         ref, a = s.ref, s.anchor
-        reference_step(
+        return partial(
+            reference_step,
             self._starts, self._lengths, self.clip_ids, self.frames, advance, self.clip_end,
             lib.body_pos_w, lib.body_quat_w, lib.body_lin_vel_w, lib.body_ang_vel_w,
             lib.joint_pos, lib.joint_vel, self._body_ids,
@@ -171,13 +189,7 @@ class CommandManager:
     def compute_errors(self) -> np.ndarray:
         """Tracking errors of every env (`TRACKING_ERRORS` order, m and rad) into `errors`,
         added to the episode sums; returns `errors` (owned buffer)."""
-        s = self._state
-        tracking_errors(
-            s.ref.pos_w, s.ref.quat_w, s.ref_rel_pos_w, s.ref_rel_quat_w,
-            s.robot.pos_w, s.robot.quat_w, s.anchor, s.root,
-            s.ref.joint_pos, s.ref.joint_vel, s.robot.joint_pos, s.robot.joint_vel, self.errors,
-        )  # fmt: skip
-        self._error_sums += self.errors
+        self._errors[serial_rows_enabled()]()
         return self.errors
 
     # ------------------------------------------------------------------ episodes

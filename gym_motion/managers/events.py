@@ -17,10 +17,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import partial
 from typing import Any
 
 import numpy as np
 
+from gym_motion.kernels.dispatch import bind_builds, serial_rows_enabled
+from gym_motion.kernels.episode import count_down
 from gym_motion.managers.state import MDPState
 
 
@@ -144,7 +147,13 @@ class EventManager:
             name: np.full(n, np.inf) for name, _, m in self._terms if m is EventMode.INTERVAL
         }
         self.fired = np.zeros(n, bool)
-        self._interval_terms = [(nm, t) for nm, t, m in self._terms if m is EventMode.INTERVAL]
+        self._any_fired = False
+        # (name, term, its timer's count-down in both kernel builds) of the interval terms
+        self._interval_terms = [
+            (nm, t, bind_builds(partial(count_down, self._timers[nm], dt)))
+            for nm, t, m in self._terms
+            if m is EventMode.INTERVAL
+        ]
         self._none_fired = np.zeros(0, np.int64)
         self._none_fired.flags.writeable = False
 
@@ -170,17 +179,18 @@ class EventManager:
         Returns the rows (M,) int64 on which any interval term fired (their physics state may
         have been written: read it again before use). `fired` (N,) bool marks them.
         """
-        self.fired[:] = False
-        any_fired = False
-        for name, term in self._interval_terms:
-            timer = self._timers[name]
-            timer -= self._dt
-            if timer.min() > 0.0:
+        if self._any_fired:  # clear the last step's marks
+            self.fired[:] = False
+            self._any_fired = False
+        serial = serial_rows_enabled()
+        for name, term, tick in self._interval_terms:
+            if not tick[serial]():
                 continue
+            timer = self._timers[name]
             ids = np.flatnonzero(timer <= 0.0)
             lo, hi = term.interval_s
             timer[ids] = rng.uniform(lo, hi, size=ids.size)
             term.func(self.ctx, ids, rng, **term.params)
             self.fired[ids] = True
-            any_fired = True
-        return np.flatnonzero(self.fired) if any_fired else self._none_fired
+            self._any_fired = True
+        return np.flatnonzero(self.fired) if self._any_fired else self._none_fired

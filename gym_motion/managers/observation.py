@@ -15,6 +15,7 @@ import gymnasium as gym
 import numpy as np
 
 from gym_motion.kernels import observations as k
+from gym_motion.kernels.dispatch import bind_builds, builds_of, serial_rows_enabled
 from gym_motion.managers.state import MDPState
 from gym_motion.managers.terms import bind_term, bound_term
 
@@ -155,26 +156,33 @@ class ObservationManager:
     def __init__(self, groups: dict[str, dict[str, ObsTermCfg]], state: MDPState, noise: bool):
         n = state.num_envs
         self.buffers: dict[str, np.ndarray] = {}
-        self._terms: dict[str, list[Callable[[], None]]] = {}  # bound, per group
-        # per group: (flat uniform buffer, the NoiseColumns of its noisy terms) or None
-        self._noise: dict[str, tuple[np.ndarray, NoiseColumns] | None] = {}
+        # per group: its bound terms, in both kernel builds (`builds_of`)
+        self._terms: dict[str, tuple[tuple[Callable[[], None], ...], ...]] = {}
+        # per group: (flat uniform buffer, the noise kernel on it, in both builds) or None
+        self._noise: dict[str, tuple[np.ndarray, tuple[Callable[[], None], ...]] | None] = {}
         self.term_slices: dict[str, dict[str, slice]] = {}
         for group, terms in groups.items():
             dim = sum(t.dim for t in terms.values())
             self.buffers[group] = np.zeros((n, dim), np.float32)
             start = 0
-            self._terms[group] = []
+            bound = []
             self.term_slices[group] = {}
             noisy = []
             for name, t in terms.items():
                 sl = slice(start, start + t.dim)
-                self._terms[group].append(bind_term(t.func, state, self.buffers[group][:, sl], {}))
+                bound.append(bind_term(t.func, state, self.buffers[group][:, sl], {}))
                 self.term_slices[group][name] = sl
                 if noise and t.noise:
                     noisy.append((sl, t.noise))
                 start += t.dim
-            columns = NoiseColumns.of(noisy, n)
-            self._noise[group] = (np.zeros(columns.size, np.float32), columns) if noisy else None
+            self._terms[group] = builds_of(bound)
+            self._noise[group] = None
+            if noisy:
+                c = NoiseColumns.of(noisy, n)
+                unit = np.zeros(c.size, np.float32)
+                add = partial(k.add_uniform_noise, self.buffers[group], unit, c.column, c.scale,
+                              c.offset, c.width)  # fmt: skip
+                self._noise[group] = (unit, bind_builds(add))
 
     def compute(
         self, rng: np.random.Generator, groups: tuple[str, ...] | None = None
@@ -186,15 +194,15 @@ class ObservationManager:
         term in configuration order, each term's (N, D_term) block row-major (the stream of
         one draw per term).
         """
+        serial = serial_rows_enabled()
         for group in groups or tuple(self.buffers):
-            buf = self.buffers[group]
-            for evaluate in self._terms[group]:
+            for evaluate in self._terms[group][serial]:
                 evaluate()
             noise = self._noise[group]
             if noise is not None:
-                unit, c = noise
+                unit, add = noise
                 rng.random(dtype=np.float32, out=unit)
-                k.add_uniform_noise(buf, unit, c.column, c.scale, c.offset, c.width)
+                add[serial]()
         return self.buffers
 
     def space(self, obs_mode: str) -> gym.spaces.Space:

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from gym_motion.kernels import rewards as k
+from gym_motion.kernels.dispatch import bind_builds, builds_of, serial_rows_enabled
 from gym_motion.managers.state import MDPState
 from gym_motion.managers.terms import bind_term, bound_term
 
@@ -111,27 +112,31 @@ class RewardManager:
         self.names = tuple(terms)
         n = state.num_envs
         self._raw = np.zeros((len(terms), n), np.float32)
-        self._terms = [
-            bind_term(c.func, state, self._raw[t], state.resolve_term_params(c.params))
-            for t, c in enumerate(terms.values())
-        ]
         self._weights = np.array([c.weight for c in terms.values()], np.float32)
-        self.weighted = np.zeros((n, len(self._terms)), np.float32)
+        self.weighted = np.zeros((n, len(terms)), np.float32)
         self.reward = np.zeros(n, np.float32)
-        self._term_sums = np.zeros((n, len(self._terms)), np.float64)
+        self._term_sums = np.zeros((n, len(terms)), np.float64)
         self._return = np.zeros(n, np.float64)
+        # the terms, then their weighting (as calls without arguments, in both kernel builds)
+        self._compute = builds_of([
+            *(bind_term(c.func, state, self._raw[t], state.resolve_term_params(c.params))
+              for t, c in enumerate(terms.values())),
+            partial(k.weigh_terms, self._raw, self._weights, self._dt, self.weighted, self.reward),
+        ])  # fmt: skip
+        self._accumulate = bind_builds(
+            partial(k.add_episode_sums, self.weighted, self._dt, self._term_sums, self._return)
+        )
 
     def compute(self) -> np.ndarray:
         """Evaluate every term; returns `reward` (N,) float32 (owned buffer)."""
-        for evaluate in self._terms:
-            evaluate()
-        k.weigh_terms(self._raw, self._weights, self._dt, self.weighted, self.reward)
+        for call in self._compute[serial_rows_enabled()]:
+            call()
         return self.reward
 
     def accumulate(self, reward: np.ndarray) -> None:
         """Add the last step to the episode sums: each term's ``weighted * dt``, and `reward`
         (N,) float32 (the env's reward after masking) to the return."""
-        k.add_episode_sums(self.weighted, self._dt, reward, self._term_sums, self._return)
+        self._accumulate[serial_rows_enabled()](reward)
 
     def episode_log(self) -> dict[str, np.ndarray]:
         """Episode sums so far: ``{"return": (N,), "reward/<term>": (N,)}``, float32."""

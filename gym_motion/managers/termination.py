@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from gym_motion.kernels import terminations as k
+from gym_motion.kernels.dispatch import builds_of, serial_rows_enabled
 from gym_motion.managers.state import MDPState
 from gym_motion.managers.terms import bind_term, bound_term
 
@@ -65,17 +66,18 @@ class TerminationManager:
     def __init__(self, terms: dict[str, TerminationTermCfg], state: MDPState):
         self.names = tuple(terms)
         self.fired = np.zeros((len(terms), state.num_envs), bool)
-        self._terms = [
-            bind_term(c.func, state, self.fired[t], state.resolve_term_params(c.params))
-            for t, c in enumerate(terms.values())
-        ]
         self.terminated = np.zeros(state.num_envs, bool)
+        # the terms, then their OR (as calls without arguments, in both kernel builds)
+        self._compute = builds_of([
+            *(bind_term(c.func, state, self.fired[t], state.resolve_term_params(c.params))
+              for t, c in enumerate(terms.values())),
+            partial(k.any_fired, self.fired, self.terminated),
+        ])  # fmt: skip
 
     def compute(self) -> np.ndarray:
         """Evaluate every term; returns `terminated` (N,) bool (owned buffer)."""
-        for evaluate in self._terms:
-            evaluate()
-        k.any_fired(self.fired, self.terminated)
+        for call in self._compute[serial_rows_enabled()]:
+            call()
         return self.terminated
 
     def episode_log(

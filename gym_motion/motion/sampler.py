@@ -35,6 +35,8 @@ from enum import StrEnum
 
 import numpy as np
 
+from gym_motion.kernels import sampling as k
+
 __all__ = ["MotionSampler", "SamplingMode"]
 
 
@@ -92,7 +94,8 @@ class MotionSampler:
         # Uniform mode: start frames 0 .. T-2 of every clip, all equally likely.
         self._start_cum = np.cumsum(self.lengths - 1)
         self.failure_ema = np.zeros(self.num_bins, dtype=np.float64)
-        self._failures = np.zeros(self.num_bins, dtype=np.float64)
+        self._failures = np.zeros(self.num_bins, dtype=np.float64)  # fold_failures' counts
+        self._cdf = np.zeros(self.num_bins, dtype=np.float64)
         self.rng = np.random.default_rng(seed)
 
     def seed(self, seed: int | None) -> None:
@@ -126,9 +129,10 @@ class MotionSampler:
     def bins_of(self, clip_ids: np.ndarray, frames: np.ndarray) -> np.ndarray:
         """Global bin ``(N,) int64`` of (clip, frame) pairs."""
         clip_ids = np.asarray(clip_ids, dtype=np.int64)
-        counts = self.bin_counts[clip_ids]
-        local = (np.asarray(frames, np.int64) * counts) // (self.lengths[clip_ids] - 1)
-        return self.bin_starts[clip_ids] + np.clip(local, 0, counts - 1)
+        bins = np.empty(clip_ids.shape, np.int64)
+        k.bins_of(clip_ids, np.asarray(frames, np.int64), self.bin_starts, self.bin_counts,
+                  self.lengths, bins)  # fmt: skip
+        return bins
 
     def sample(
         self, n: int, rng: np.random.Generator | None = None
@@ -147,17 +151,16 @@ class MotionSampler:
             clip_ids = np.searchsorted(self._start_cum, flat, side="right")
             frames = flat - (self._start_cum[clip_ids] - (self.lengths[clip_ids] - 1))
             return clip_ids.astype(np.int32), frames.astype(np.int32)
-        # inverse-CDF draw: the same bins and stream as rng.choice(num_bins, size=n, p=...)
-        # (tested), without its ~8 us of checks on p
-        cdf = self.probabilities.cumsum()
-        cdf /= cdf[-1]
-        bins = cdf.searchsorted(rng.random(n), side="right")
-        clip_ids = self._bin_clip[bins]
-        counts = self.bin_counts[clip_ids]
-        u = rng.random(n)
-        frames = np.floor((self._bin_local[bins] + u) / counts * (self.lengths[clip_ids] - 1))
-        frames = np.minimum(frames.astype(np.int64), self.lengths[clip_ids] - 2)
-        return clip_ids.astype(np.int32), frames.astype(np.int32)
+        # inverse CDF: the bins of rng.choice(num_bins, size=n, p=probabilities) (tested)
+        u_bin = rng.random(n)
+        u_frame = rng.random(n)
+        clip_ids, frames = np.empty(n, np.int32), np.empty(n, np.int32)
+        k.draw_adaptive(
+            self.failure_ema, self.failure_ema.sum(), self.uniform_ratio, u_bin, u_frame,
+            self._bin_clip, self._bin_local, self.bin_counts, self.lengths, self._cdf, clip_ids,
+            frames,
+        )  # fmt: skip
+        return clip_ids, frames
 
     def update(self, clip_ids: np.ndarray, frames: np.ndarray, failed: np.ndarray) -> None:
         """Fold one control step's resets into the failure EMA; call once per step.
@@ -166,10 +169,8 @@ class MotionSampler:
             clip_ids, frames: ``(K,)`` clip and frame where each reset env ended its episode.
             failed: ``(K,) bool``, True for terminations (not truncations or clip ends).
         """
-        failed = np.asarray(failed, dtype=bool)
-        self.failure_ema *= 1.0 - self.alpha
-        if np.count_nonzero(failed):  # (adding alpha * 0 would change no value)
-            self._failures.fill(0.0)
-            bins = self.bins_of(np.asarray(clip_ids)[failed], np.asarray(frames)[failed])
-            np.add.at(self._failures, bins, 1.0)
-            self.failure_ema += self.alpha * self._failures
+        k.fold_failures(
+            self.failure_ema, self.alpha, np.asarray(clip_ids, np.int64),
+            np.asarray(frames, np.int64), np.asarray(failed, dtype=bool), self.bin_starts,
+            self.bin_counts, self.lengths, self._failures,
+        )  # fmt: skip

@@ -28,10 +28,13 @@ def _reference(rng, n):
 def _run(r, pos, quat, jp, jv):
     n = pos.shape[0]
     out = np.full((n, len(TRACKING_ERRORS)), np.nan, np.float32)
+    sums = np.random.default_rng(n).normal(size=out.shape)
+    before = sums.copy()
     call_unmutated(
         tracking_errors, r["ref_pos"], r["ref_quat"], r["ref_rel_pos"], r["ref_rel_quat"],
-        pos, quat, ANCHOR, ROOT, r["ref_jp"], r["ref_jv"], jp, jv, out,
+        pos, quat, ANCHOR, ROOT, r["ref_jp"], r["ref_jv"], jp, jv, out, sums, written=(-2, -1),
     )  # fmt: skip
+    assert sums.tobytes() == (before + out).tobytes()  # the episode sums: + the float32 errors
     return out
 
 

@@ -40,7 +40,7 @@ def test_joint_targets_match_numpy_and_zero_held_rows(build, n, dtype):
     expected += default
     expected -= bias
     targets = np.full((n, j), np.nan, np.float32)
-    bad = _build(joint_targets, build)(actions, scale, default, bias, held, action, last, targets)
+    bad = _build(joint_targets, build)(scale, default, bias, action, last, targets, actions, held)
     assert bad == 0
     for got, want in ((targets, expected), (action, exp_action), (last, exp_last)):
         assert got.tobytes() == want.tobytes()
@@ -53,7 +53,7 @@ def test_joint_targets_count_non_finite_rows_and_write_nothing(build):
     actions[1, 3], actions[4, 0], actions[4, 7] = np.nan, np.inf, -np.inf
     action, last, targets = (np.full((n, j), 7.0, np.float32) for _ in range(3))
     args = (np.ones(j, np.float32), np.zeros(j, np.float32), np.zeros((n, j), np.float32))
-    bad = _build(joint_targets, build)(actions, *args, np.zeros(n, bool), action, last, targets)
+    bad = _build(joint_targets, build)(*args, action, last, targets, actions, np.zeros(n, bool))
     assert bad == 2
     for a in (action, last, targets):
         assert (a == 7.0).all()
@@ -83,7 +83,7 @@ def test_add_episode_sums_match_numpy(build, n):
     sums, ret = rng.normal(size=(n, 9)), rng.normal(size=n)
     expected_sums = sums + weighted * 0.02  # float32 product (NumPy 2: a weak Python float)
     expected_ret = ret + reward
-    _build(rewards.add_episode_sums, build)(weighted, np.float32(0.02), reward, sums, ret)
+    _build(rewards.add_episode_sums, build)(weighted, np.float32(0.02), sums, ret, reward)
     assert sums.tobytes() == expected_sums.tobytes()
     assert ret.tobytes() == expected_ret.tobytes()
 

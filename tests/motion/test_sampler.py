@@ -117,3 +117,43 @@ def test_adaptive_draws_are_rng_choice_with_the_bin_probabilities():
     np.testing.assert_array_equal(clip_ids, np.searchsorted(sampler.bin_starts, bins, "right") - 1)
     np.testing.assert_array_equal(frames, np.minimum(frame_floor, last - 1))
     assert drawn.random() == expected.random()  # and the stream goes on the same
+
+
+def _numpy_sample(s: MotionSampler, n: int, rng: np.random.Generator):
+    """The adaptive draw in NumPy (the sampler before its kernels): the oracle."""
+    cdf = s.probabilities.cumsum()
+    cdf /= cdf[-1]
+    bins = cdf.searchsorted(rng.random(n), side="right")
+    clip_ids = np.searchsorted(s.bin_starts, bins, side="right") - 1
+    counts, last = s.bin_counts[clip_ids], s.lengths[clip_ids] - 1
+    frames = np.floor((bins - s.bin_starts[clip_ids] + rng.random(n)) / counts * last)
+    return clip_ids, np.minimum(frames.astype(np.int64), last - 1)
+
+
+def _numpy_update(s: MotionSampler, ema: np.ndarray, clip_ids, frames, failed) -> None:
+    counts = s.bin_counts[clip_ids]
+    local = np.clip((frames.astype(np.int64) * counts) // (s.lengths[clip_ids] - 1), 0, counts - 1)
+    failures = np.zeros_like(ema)
+    np.add.at(failures, s.bin_starts[clip_ids] + local, failed.astype(float))
+    ema *= 1.0 - s.alpha
+    ema += s.alpha * failures
+
+
+def test_sampler_kernels_match_numpy_bit_for_bit_over_a_run():
+    lengths = [2, 25, 90, 500, 301, 7000]  # 155 bins: the EMA sum is NumPy's pairwise one
+    sampler = MotionSampler(lengths, fps=50.0, num_envs=64, seed=0)
+    ema = sampler.failure_ema.copy()
+    rng, oracle_rng = np.random.default_rng(9), np.random.default_rng(9)
+    for step in range(300):
+        n = step % 7
+        clip_ids, frames = sampler.sample(n, rng)
+        expected = _numpy_sample(sampler, n, oracle_rng)
+        np.testing.assert_array_equal(clip_ids, expected[0])
+        np.testing.assert_array_equal(frames, expected[1])
+        failed = rng.random(n) < 0.5
+        oracle_rng.random(n)
+        sampler.update(clip_ids, frames, failed)
+        _numpy_update(sampler, ema, clip_ids, frames, failed)
+        assert sampler.failure_ema.tobytes() == ema.tobytes()
+    assert sampler.top1_prob > 2.0 / sampler.num_bins  # failures were folded in
+    np.testing.assert_array_equal(sampler._failures, 0.0)  # scratch left zero
