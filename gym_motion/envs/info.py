@@ -48,6 +48,12 @@ def step_info(
 
 
 @functools.cache
+def _final_keys(keys: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The ``final/<key>`` and ``_final/<key>`` keys of episode results `keys` (built once)."""
+    return tuple(FINAL + k for k in keys), tuple("_" + FINAL + k for k in keys)
+
+
+@functools.cache
 def _reward_keys(term_names: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The ``reward/<term>`` and ``_reward/<term>`` keys of the terms (built once)."""
     return tuple(REWARD + n for n in term_names), tuple("_" + REWARD + n for n in term_names)
@@ -57,9 +63,9 @@ def add_episode_results(
     info: dict[str, Any], done: np.ndarray, episode: dict[str, np.ndarray]
 ) -> None:
     """Add ``final/<key>`` for each (N,) array of `episode`, masked by `done` (N,) bool."""
-    for key, value in episode.items():
-        info[FINAL + key] = value
-        info["_" + FINAL + key] = done
+    keys, mask_keys = _final_keys(tuple(episode))
+    info.update(zip(keys, episode.values(), strict=True))
+    info.update(dict.fromkeys(mask_keys, done))
 
 
 def add_clip_end(info: dict[str, Any], clip_end: np.ndarray) -> None:

@@ -12,12 +12,14 @@ from gym_motion.kernels.quat import quat_mul, quat_rotate_inverse
 
 @row_kernel
 def rsi_state(
-    ref_root_pos_w,
-    ref_root_quat_w,
-    ref_root_lin_vel_w,
-    ref_root_ang_vel_w,
+    body_pos_w,
+    body_quat_w,
+    body_lin_vel_w,
+    body_ang_vel_w,
     ref_joint_pos,
     ref_joint_vel,
+    root,
+    frames,
     unit_random,
     pose_range,
     vel_range,
@@ -26,7 +28,8 @@ def rsi_state(
     qpos,
     qvel,
 ):
-    """Robot state near the reference: MuJoCo qpos (M, 7+J) and qvel (M, 6+J) of M reset rows.
+    """Robot state near the reference: MuJoCo qpos (M, 7+J) and qvel (M, 6+J) of M reset rows,
+    row m near reference frame ``frames[m]`` of the motion library's arrays.
 
     Root position += U(pose_range[0:3]); root orientation = q(roll, pitch, yaw) * q_ref with
     (roll, pitch, yaw) ~ U(pose_range[3:6]) (extrinsic xyz, world frame); root linear and
@@ -35,9 +38,10 @@ def rsi_state(
     is written in the root body frame, as MuJoCo expects.
 
     Args:
-        ref_root_pos_w: (M, 3) float32, m. ref_root_quat_w: (M, 4) float32, wxyz.
-        ref_root_lin_vel_w, ref_root_ang_vel_w: (M, 3) float32, world frame, m/s and rad/s.
-        ref_joint_pos, ref_joint_vel: (M, J) float32, rad and rad/s.
+        body_pos_w: (F, B, 3) float32, m. body_quat_w: (F, B, 4) float32, wxyz.
+        body_lin_vel_w, body_ang_vel_w: (F, B, 3) float32, world frame, m/s and rad/s.
+        ref_joint_pos, ref_joint_vel: (F, J) float32, rad and rad/s.
+        root: index of the root body along B. frames: (M,) int, the frame of each row.
         unit_random: (M, 12 + J) float uniform samples in [0, 1): pose 6 | velocity 6 | joints J.
         pose_range, vel_range: (6, 2) float, (low, high) of x, y, z, roll, pitch, yaw noise.
         joint_pos_range: (2,) float, (low, high) of joint position noise, rad.
@@ -46,20 +50,21 @@ def rsi_state(
     """
     nj = ref_joint_pos.shape[1]
     for m in prange(qpos.shape[0]):
+        f = frames[m]
         u = unit_random[m]
         d = [0.0] * 12
         for k in range(6):
             d[k] = pose_range[k, 0] + (pose_range[k, 1] - pose_range[k, 0]) * u[k]
             d[6 + k] = vel_range[k, 0] + (vel_range[k, 1] - vel_range[k, 0]) * u[6 + k]
         for k in range(3):
-            qpos[m, k] = ref_root_pos_w[m, k] + d[k]
+            qpos[m, k] = body_pos_w[f, root, k] + d[k]
         cr, sr = math.cos(0.5 * d[3]), math.sin(0.5 * d[3])
         cp, sp = math.cos(0.5 * d[4]), math.sin(0.5 * d[4])
         cy, sy = math.cos(0.5 * d[5]), math.sin(0.5 * d[5])
         # q(roll, pitch, yaw) = qz(yaw) * qy(pitch) * qx(roll)
         ew, ex, ey, ez = quat_mul(cy, 0.0, 0.0, sy, cp, 0.0, sp, 0.0)
         ew, ex, ey, ez = quat_mul(ew, ex, ey, ez, cr, sr, 0.0, 0.0)
-        r = ref_root_quat_w[m]
+        r = body_quat_w[f, root]
         w, x, y, z = quat_mul(ew, ex, ey, ez, r[0], r[1], r[2], r[3])
         norm = math.sqrt(w * w + x * x + y * y + z * z)
         qpos[m, 3] = w / norm
@@ -67,21 +72,21 @@ def rsi_state(
         qpos[m, 5] = y / norm
         qpos[m, 6] = z / norm
         for k in range(3):
-            qvel[m, k] = ref_root_lin_vel_w[m, k] + d[6 + k]
+            qvel[m, k] = body_lin_vel_w[f, root, k] + d[6 + k]
         ax, ay, az = quat_rotate_inverse(
             qpos[m, 3],
             qpos[m, 4],
             qpos[m, 5],
             qpos[m, 6],
-            ref_root_ang_vel_w[m, 0] + d[9],
-            ref_root_ang_vel_w[m, 1] + d[10],
-            ref_root_ang_vel_w[m, 2] + d[11],
+            body_ang_vel_w[f, root, 0] + d[9],
+            body_ang_vel_w[f, root, 1] + d[10],
+            body_ang_vel_w[f, root, 2] + d[11],
         )
         qvel[m, 3] = ax
         qvel[m, 4] = ay
         qvel[m, 5] = az
         lo, hi = joint_pos_range[0], joint_pos_range[1]
         for j in range(nj):
-            q = ref_joint_pos[m, j] + lo + (hi - lo) * u[12 + j]
+            q = ref_joint_pos[f, j] + lo + (hi - lo) * u[12 + j]
             qpos[m, 7 + j] = min(max(q, soft_limits[j, 0]), soft_limits[j, 1])
-            qvel[m, 6 + j] = ref_joint_vel[m, j]
+            qvel[m, 6 + j] = ref_joint_vel[f, j]

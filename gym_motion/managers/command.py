@@ -22,6 +22,8 @@ from gym_motion.managers.state import MDPState
 from gym_motion.motion.library import MotionLibrary
 from gym_motion.motion.sampler import MotionSampler
 
+_ERROR_LOG_KEYS = tuple(f"error/{name}" for name in TRACKING_ERRORS)
+
 
 class CommandManager:
     """Per-env motion state over a motion library, and the reference it implies.
@@ -121,14 +123,12 @@ class CommandManager:
         """
         clip_ids, frames = self.sampler.sample(env_ids.size, rng)
         self.set_frames(env_ids, clip_ids, frames)
-        lib, root, m = self.library, self._lib_root, env_ids.size
-        rows = self.reference_rows(env_ids)
+        lib, m = self.library, env_ids.size
         qpos, qvel = self._qpos[:m], self._qvel[:m]
         unit = rng.random((m, 12 + qpos.shape[1] - 7))
         rsi_state(
-            lib.body_pos_w[rows, root], lib.body_quat_w[rows, root],
-            lib.body_lin_vel_w[rows, root], lib.body_ang_vel_w[rows, root],
-            lib.joint_pos[rows], lib.joint_vel[rows], unit,
+            lib.body_pos_w, lib.body_quat_w, lib.body_lin_vel_w, lib.body_ang_vel_w,
+            lib.joint_pos, lib.joint_vel, self._lib_root, self._starts[clip_ids] + frames, unit,
             self._reset_pose, self._reset_vel, self._reset_joint,
             self._state.soft_joint_limits, qpos, qvel,
         )  # fmt: skip
@@ -198,7 +198,7 @@ class CommandManager:
         episodes of `length` (N,) steps so far (rows with length 0 divide by 1)."""
         means = self._error_sums / np.maximum(length, 1)[:, None]
         means = np.ascontiguousarray(means.T, np.float32)  # (E, N): one cast
-        return {f"error/{name}": means[e] for e, name in enumerate(TRACKING_ERRORS)}
+        return dict(zip(_ERROR_LOG_KEYS, means, strict=True))
 
     def reset(self, env_ids: np.ndarray) -> None:
         """Start new episodes on rows `env_ids`: clear their error sums."""

@@ -112,6 +112,7 @@ class RewardManager:
         self.names = tuple(terms)
         n = state.num_envs
         self._raw = np.zeros((len(terms), n), np.float32)
+        self._log_keys = tuple(f"reward/{name}" for name in self.names)
         self._weights = np.array([c.weight for c in terms.values()], np.float32)
         self.weighted = np.zeros((n, len(terms)), np.float32)
         self.reward = np.zeros(n, np.float32)
@@ -142,8 +143,7 @@ class RewardManager:
         """Episode sums so far: ``{"return": (N,), "reward/<term>": (N,)}``, float32."""
         sums = np.ascontiguousarray(self._term_sums.T, np.float32)  # (K, N): one cast
         log = {"return": self._return.astype(np.float32)}
-        for t, name in enumerate(self.names):
-            log[f"reward/{name}"] = sums[t]
+        log.update(zip(self._log_keys, sums, strict=True))
         return log
 
     def reset(self, env_ids: np.ndarray) -> None:

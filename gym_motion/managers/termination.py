@@ -66,6 +66,7 @@ class TerminationManager:
     def __init__(self, terms: dict[str, TerminationTermCfg], state: MDPState):
         self.names = tuple(terms)
         self.fired = np.zeros((len(terms), state.num_envs), bool)
+        self._log_keys = tuple(f"termination/{name}" for name in self.names)
         self.terminated = np.zeros(state.num_envs, bool)
         # the terms, then their OR (as calls without arguments, in both kernel builds)
         self._compute = builds_of([
@@ -89,8 +90,8 @@ class TerminationManager:
         Args:
             done, truncated, nonfinite: (N,) bool of the step.
         """
-        ended = done & ~nonfinite
-        log = {f"termination/{name}": self.fired[t] & ended for t, name in enumerate(self.names)}
+        fired = self.fired & (done & ~nonfinite)
+        log = dict(zip(self._log_keys, fired, strict=True))
         log[f"termination/{self.NONFINITE}"] = nonfinite & done
         log[f"termination/{self.TIME_OUT}"] = truncated.copy()
         return log

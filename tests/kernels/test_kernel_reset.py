@@ -40,12 +40,21 @@ def _reference(rng, m):
 
 
 def _run(r, pose_range, vel_range, joint_range):
+    """rsi_state with reference m stored at library frame frames[m], root body 1 of 2."""
     m = r["pos"].shape[0]
+    frames = np.random.default_rng(m).permutation(m + 3)[:m]
+    lib = {}
+    for key in ("pos", "quat", "lin", "ang", "jp", "jv"):
+        body = key not in ("jp", "jv")
+        table = np.full((m + 3, *((2,) if body else ()), r[key].shape[-1]), 5.0, np.float32)
+        (table[:, 1] if body else table)[frames] = r[key]
+        lib[key] = table
     qpos = np.full((m, 7 + NJ), np.nan)
     qvel = np.full((m, 6 + NJ), np.nan)
     call_unmutated(
-        rsi_state, r["pos"], r["quat"], r["lin"], r["ang"], r["jp"], r["jv"], r["unit"],
-        pose_range, vel_range, joint_range, r["limits"], qpos, qvel, written=(-1, -2),
+        rsi_state, lib["pos"], lib["quat"], lib["lin"], lib["ang"], lib["jp"], lib["jv"], 1,
+        frames, r["unit"], pose_range, vel_range, joint_range, r["limits"], qpos, qvel,
+        written=(-1, -2),
     )  # fmt: skip
     return qpos, qvel
 
