@@ -37,12 +37,12 @@ CLIP_END = "clip_end"
 
 
 def step_info(
-    term_names: Sequence[str], weighted: np.ndarray, stepped: np.ndarray
+    term_names: Sequence[str], columns: np.ndarray, stepped: np.ndarray
 ) -> dict[str, Any]:
-    """Per-step keys: ``reward/<term>`` from `weighted` (N, K) float32 (copied), masked by
-    `stepped` (N,) bool."""
+    """Per-step keys: ``reward/<term>``, the rows of `columns` (K, N) float32 (the step's
+    weighted terms, a new array: `RewardManager.accumulate`), masked by `stepped` (N,) bool."""
     keys, mask_keys = _reward_keys(tuple(term_names))
-    info: dict[str, Any] = dict(zip(keys, weighted.T.copy(), strict=True))  # rows of one copy
+    info: dict[str, Any] = dict(zip(keys, columns, strict=True))
     info.update(dict.fromkeys(mask_keys, stepped))
     return info
 

@@ -340,8 +340,8 @@ class TrackingVecEnv(VectorEnv):
             clip_end, done, teleport,
         )  # fmt: skip
         self.command.compute_errors()
-        self.rewards.accumulate(reward)
-        info = infos.step_info(self.rewards.names, self.rewards.weighted, ~held)
+        columns = self.rewards.accumulate(reward)
+        info = infos.step_info(self.rewards.names, columns, ~held)
         done_ids = done.nonzero()[0] if num_done else _NO_ROWS
         if num_done:
             infos.add_episode_results(info, done, self._episode_log(done, truncated, nonfinite))

@@ -143,14 +143,15 @@ def _numpy_pairwise_sum(x):
 
 
 @row_kernel
-def add_episode_sums(weighted, dt, term_sums, episode_return, reward):
+def add_episode_sums(weighted, dt, term_sums, episode_return, reward, columns):
     """Episode sums of one step: ``term_sums[i, k] += weighted[i, k] * dt`` (the product in
-    float32) and ``episode_return[i] += reward[i]``.
+    float32) and ``episode_return[i] += reward[i]``; ``columns[k, i] = weighted[i, k]``.
 
     weighted (N, K) float32; dt float32, s; reward (N,) float32; term_sums (N, K) and
-    episode_return (N,) float64, updated in place.
+    episode_return (N,) float64, updated in place; columns (K, N) float32, written.
     """
     for i in prange(reward.shape[0]):
         for k in range(weighted.shape[1]):
             term_sums[i, k] += weighted[i, k] * dt
+            columns[k, i] = weighted[i, k]
         episode_return[i] += reward[i]

@@ -134,10 +134,16 @@ class RewardManager:
             call()
         return self.reward
 
-    def accumulate(self, reward: np.ndarray) -> None:
+    def accumulate(self, reward: np.ndarray) -> np.ndarray:
         """Add the last step to the episode sums: each term's ``weighted * dt``, and `reward`
-        (N,) float32 (the env's reward after masking) to the return."""
-        self._accumulate[serial_rows_enabled()](reward)
+        (N,) float32 (the env's reward after masking) to the return.
+
+        Returns the step's `weighted` as a new (K, N) float32 array (each term's values a
+        contiguous row, for the step's info).
+        """
+        columns = np.empty(self.weighted.shape[::-1], np.float32)
+        self._accumulate[serial_rows_enabled()](reward, columns)
+        return columns
 
     def episode_log(self) -> dict[str, np.ndarray]:
         """Episode sums so far: ``{"return": (N,), "reward/<term>": (N,)}``, float32."""

@@ -83,7 +83,9 @@ def test_add_episode_sums_match_numpy(build, n):
     sums, ret = rng.normal(size=(n, 9)), rng.normal(size=n)
     expected_sums = sums + weighted * 0.02  # float32 product (NumPy 2: a weak Python float)
     expected_ret = ret + reward
-    _build(rewards.add_episode_sums, build)(weighted, np.float32(0.02), sums, ret, reward)
+    columns = np.full((9, n), np.nan, np.float32)
+    _build(rewards.add_episode_sums, build)(weighted, np.float32(0.02), sums, ret, reward, columns)
+    assert_array_equal(columns, weighted.T)
     assert sums.tobytes() == expected_sums.tobytes()
     assert ret.tobytes() == expected_ret.tobytes()
 
