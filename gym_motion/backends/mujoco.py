@@ -166,9 +166,14 @@ def _body_state_kernel(
                     anc[k, 0], anc[k, 1], anc[k, 2] = px, py, pz
                     axs[k, 0], axs[k, 1], axs[k, 2] = 0.0, 0.0, 1.0
                     continue
-                a0, a1, a2 = quat_rotate(
-                    q0, q1, q2, q3, jnt_pos[j, 0], jnt_pos[j, 1], jnt_pos[j, 2]
-                )
+                # a joint at the body origin (jnt_pos 0, every G1 joint) needs no anchor
+                # rotations: the origin stays where it is (equal up to the sign of a 0.0)
+                at_origin = jnt_pos[j, 0] == 0.0 and jnt_pos[j, 1] == 0.0 and jnt_pos[j, 2] == 0.0
+                a0, a1, a2 = 0.0, 0.0, 0.0
+                if not at_origin:
+                    a0, a1, a2 = quat_rotate(
+                        q0, q1, q2, q3, jnt_pos[j, 0], jnt_pos[j, 1], jnt_pos[j, 2]
+                    )
                 ax0, ax1, ax2 = quat_rotate(
                     q0, q1, q2, q3, jnt_axis[j, 0], jnt_axis[j, 1], jnt_axis[j, 2]
                 )
@@ -193,10 +198,11 @@ def _body_state_kernel(
                         jnt_axis[j, 2] * s,
                     )
                 q0, q1, q2, q3 = quat_mul(q0, q1, q2, q3, l0, l1, l2, l3)
-                b0, b1, b2 = quat_rotate(
-                    q0, q1, q2, q3, jnt_pos[j, 0], jnt_pos[j, 1], jnt_pos[j, 2]
-                )
-                px, py, pz = anc[k, 0] - b0, anc[k, 1] - b1, anc[k, 2] - b2
+                if not at_origin:
+                    b0, b1, b2 = quat_rotate(
+                        q0, q1, q2, q3, jnt_pos[j, 0], jnt_pos[j, 1], jnt_pos[j, 2]
+                    )
+                    px, py, pz = anc[k, 0] - b0, anc[k, 1] - b1, anc[k, 2] - b2
             nrm = np.sqrt(q0 * q0 + q1 * q1 + q2 * q2 + q3 * q3)
             q0, q1, q2, q3 = q0 / nrm, q1 / nrm, q2 / nrm, q3 / nrm
             xp[i, 0], xp[i, 1], xp[i, 2] = px, py, pz
