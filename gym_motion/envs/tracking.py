@@ -224,7 +224,9 @@ class TrackingVecEnv(VectorEnv):
         self.time_limit_offset = np.zeros(n, np.int32)
         # rows that ended and must restart: NEXT_STEP does it next step, DISABLED refuses to step
         self._needs_reset = np.zeros(n, bool)
+        self._num_needs_reset = 0  # count_nonzero(_needs_reset), kept with it
         self._held = np.zeros(n, bool)  # rows being autoreset on this step (NEXT_STEP mode)
+        self._num_held = 0  # count_nonzero(_held)
         # after make_backend, which sized this thread's Numba pool (the ceiling) to the budget
         self._numba_threads = NumbaThreads.for_rows(n)
         self.nonfinite_count = 0
@@ -273,6 +275,7 @@ class TrackingVecEnv(VectorEnv):
                 raise ValueError(f"reset_mask must be a bool array of shape ({self.num_envs},)")
             ids = np.flatnonzero(mask)
         self._needs_reset[ids] = False
+        self._num_needs_reset = int(np.count_nonzero(self._needs_reset))
         self._start_episodes(ids)
         self._reinitialise(ids)
         self.backend.copy_body_state_w(self.state.robot)
@@ -297,7 +300,7 @@ class TrackingVecEnv(VectorEnv):
         if not self._was_reset:
             raise RuntimeError("TrackingVecEnv: call reset() before step()")
         s, n, mode = self.state, self.num_envs, self.autoreset_mode
-        if mode is AutoresetMode.DISABLED and self._needs_reset.any():
+        if mode is AutoresetMode.DISABLED and self._num_needs_reset:
             ended = np.flatnonzero(self._needs_reset).tolist()
             raise ResetNeeded(
                 f"TrackingVecEnv (autoreset mode DISABLED): envs {ended} terminated or truncated "
@@ -307,9 +310,10 @@ class TrackingVecEnv(VectorEnv):
         t = perf_counter()
         # NEXT_STEP: rows that ended last step are reset now; this step is not theirs.
         held = self._held
-        if mode is AutoresetMode.NEXT_STEP:
-            np.copyto(held, self._needs_reset)
-        num_held = np.count_nonzero(held)
+        num_held = self._num_needs_reset if mode is AutoresetMode.NEXT_STEP else 0
+        if num_held or self._num_held:
+            np.copyto(held, self._needs_reset if num_held else False)
+        self._num_held = num_held
 
         # 1-2: actions -> physics -> fresh state
         targets = self.actions.process(actions, held)
@@ -360,9 +364,11 @@ class TrackingVecEnv(VectorEnv):
         elif mode is AutoresetMode.NEXT_STEP:
             restart = held.nonzero()[0] if num_held else _NO_ROWS
             self._needs_reset[:] = done
+            self._num_needs_reset = num_done
         else:  # DISABLED: the caller resets with options["reset_mask"] before the next step
             restart = _NO_ROWS
             self._needs_reset[:] = done
+            self._num_needs_reset = num_done
         reinit = teleport.nonzero()[0] if num_teleport else _NO_ROWS
         if restart.size:
             self._start_episodes(restart)
