@@ -5,8 +5,9 @@
 Prints, for a `TrackingVecEnv` of N envs (Gaussian random actions, std 0.5):
 
 - a row kernel's call cost, parallel build (one-thread pool) against serial build;
-- a built-in term called directly (`term(state, out, **params)`) against its bound form, and
-  each manager's compute called back to back;
+- a built-in term called directly (`term(state, out, **params)`) against its bound form (through
+  the `RowKernel`, and bound to the build the env runs, as the managers call it), and each
+  manager's compute called back to back;
 - a plain loop of steps (caches stay warm): ms per step, its physics phase, the ratio, and the
   time per phase. `gym-motion bench` times each step right after its bare physics replays
   (cold caches), so its ratio is higher.
@@ -21,7 +22,7 @@ import numba
 import numpy as np
 
 from gym_motion.envs import TrackingVecEnv
-from gym_motion.kernels.dispatch import serial_rows
+from gym_motion.kernels.dispatch import bind_builds, serial_rows
 from gym_motion.kernels.terminations import gravity_z_error_exceeds
 from gym_motion.managers import reward
 
@@ -61,9 +62,13 @@ def main() -> None:
 
     s, out = env.state, np.zeros(n, np.float32)
     bound = reward.anchor_pos.bind(s, out, std=0.3)
+    build = bind_builds(bound)[n < 2048]  # the managers call this: no RowKernel frame
     with serial_rows(n < 2048):  # as the env runs them
         direct = _us(lambda: reward.anchor_pos(s, out, std=0.3))
-        print(f"reward term anchor_pos: direct call {direct:.2f} us, bound {_us(bound):.2f} us")
+        print(
+            f"reward term anchor_pos: direct call {direct:.2f} us, bound {_us(bound):.2f} us, "
+            f"bound to its build {_us(build):.2f} us"
+        )
         for name, compute in (
             ("rewards", env.rewards.compute),
             ("terminations", env.terminations.compute),
