@@ -18,7 +18,7 @@ that block has CPUs (oversubscription cost the seed project 2.5x).
   (`gym_motion.kernels.dispatch`). A parallel launch wakes the pool's workers: ~2 us when they
   spin, ~70 us when they sleep, and up to whole scheduler time slices when other processes hold
   the CPUs (measured 0.2-0.7 ms a launch on a loaded 2-core machine), and even a pool of one
-  thread costs ~1.4 us a launch against ~0.4 us for a serial call, while a step's ~25 kernels
+  thread costs ~1.4 us a launch against ~0.4 us for a serial call, while a step's ~30 kernels
   do ~3-6 us of work per row in all. The serial path needs no particular threading layer.
   Each kernel writes every row on its own and the builds compile the same code, so results
   are bit-identical across pool sizes and builds.

@@ -102,3 +102,16 @@ def test_state_buffers_cannot_be_reassigned_only_written():
     env.rewards.compute()
     assert env.rewards._raw[env.rewards.names.index("action_rate")].tolist() == [29.0, 29.0]
     env.close()
+
+
+def test_reward_manager_refuses_more_terms_than_its_sum_kernel_takes():
+    from gym_motion.kernels.rewards import MAX_TERMS
+    from gym_motion.managers.reward import RewardManager
+
+    env = TrackingVecEnv(1, seed=0)
+    term = next(iter(env.cfg.rewards.values()))
+    terms = {f"t{i}": term for i in range(MAX_TERMS + 1)}
+    with pytest.raises(ValueError, match="at most 128 reward terms"):
+        RewardManager(terms, env.state, env.dt)
+    RewardManager(dict(list(terms.items())[:MAX_TERMS]), env.state, env.dt)  # 128 are fine
+    env.close()
