@@ -399,14 +399,9 @@ class MujocoBackend:
             m.qpos0.copy(),
         )
 
-        # self-contact sensor columns
+        # self-contact sensor columns (checked before any pool starts)
+        self._contact = self._contact_columns(self_contact_threshold)
         self._self_contact_threshold = self_contact_threshold
-        self._contact_cols = np.zeros((0, 3), np.int64)
-        self._contact_norm = False
-        if self_contact_threshold is not None:
-            self._contact_cols, self._contact_norm = self_contact_columns(
-                model, _MISSING_SENSOR_HINT
-            )
 
         # threads: one budget, then the pool
         self.thread_budget = budget = resolve_thread_budget(num_threads, cpu_ids)
@@ -443,12 +438,7 @@ class MujocoBackend:
             _body_state_kernel, self._qpos, self._qvel, *self._kin, self.body_ids,
             self._joint_qadr, self._joint_dadr,
         ))  # fmt: skip
-        threshold = -np.inf if self_contact_threshold is None else float(self_contact_threshold)
-        self._post_step = bind_builds(partial(
-            _post_step_kernel, self._qpos, self._qvel, self._warning, self._bad_warnings,
-            self._failed, self._sens, self._contact_cols, self._contact_norm, threshold,
-            QVEL_BOUND, self.nonfinite, self.self_contact_substeps,
-        ))  # fmt: skip
+        self._post_step = self._bind_post_step()
 
     # ---------------------------------------------------------------------------------------
 
@@ -591,8 +581,32 @@ class MujocoBackend:
 
     @property
     def self_contact_threshold(self) -> float | None:
-        """The self-contact force threshold, N (None: not counted); fixed at construction."""
+        """The self-contact force threshold, N (None: not counted); settable, from the next
+        `step` on (a number needs the ``"self_contact"`` sensor: ValueError otherwise)."""
         return self._self_contact_threshold
+
+    @self_contact_threshold.setter
+    def self_contact_threshold(self, threshold: float | None) -> None:
+        self._contact = self._contact_columns(threshold)
+        self._self_contact_threshold = threshold
+        self._post_step = self._bind_post_step()
+
+    def _contact_columns(self, threshold: float | None) -> tuple[np.ndarray, bool]:
+        """The self-contact sensor's (slots, 3) columns and whether it reports a norm."""
+        if threshold is None:
+            return np.zeros((0, 3), np.int64), False
+        return self_contact_columns(self.model, _MISSING_SENSOR_HINT)
+
+    def _bind_post_step(self) -> tuple:
+        """`_post_step_kernel` bound to the batch's views and the threshold, both builds."""
+        threshold = self._self_contact_threshold
+        cols, use_norm = self._contact
+        return bind_builds(partial(
+            _post_step_kernel, self._qpos, self._qvel, self._warning, self._bad_warnings,
+            self._failed, self._sens, cols, use_norm,
+            -np.inf if threshold is None else float(threshold), QVEL_BOUND, self.nonfinite,
+            self.self_contact_substeps,
+        ))  # fmt: skip
 
     @property
     def qpos(self) -> np.ndarray:

@@ -221,7 +221,7 @@ class TrackingVecEnv(VectorEnv):
         # Steps counted against the time limit on top of episode_length, per env (0 at each
         # episode start; `final/length` stays episode_length). A trainer that spreads episode
         # ends writes it (rsl_rl's init_at_random_ep_len, through `RslRlVecEnv`).
-        self.time_limit_offset = np.zeros(n, np.int32)
+        self._time_limit_offset = np.zeros(n, np.int32)
         # rows that ended and must restart: NEXT_STEP does it next step, DISABLED refuses to step
         self._needs_reset = np.zeros(n, bool)
         self._num_needs_reset = 0  # count_nonzero(_needs_reset), kept with it
@@ -340,7 +340,7 @@ class TrackingVecEnv(VectorEnv):
         reward, done, teleport = np.empty(n, np.float32), np.empty(n, bool), np.empty(n, bool)
         num_done, num_teleport = end_step.builds[serial_rows_enabled()](
             any_term, nonfinite, term_reward, past_end, held, self.episode_length,
-            self.time_limit_offset, self.max_episode_steps, terminated, truncated, reward,
+            self._time_limit_offset, self.max_episode_steps, terminated, truncated, reward,
             clip_end, done, teleport,
         )  # fmt: skip
         self.command.compute_errors()
@@ -478,6 +478,17 @@ class TrackingVecEnv(VectorEnv):
         self._spec = spec
 
     @property
+    def time_limit_offset(self) -> np.ndarray:
+        """(N,) int32: steps counted against the time limit on top of `episode_length`, per env
+        (0 at each episode start). Written in place or assigned (values are copied in,
+        broadcast to (N,))."""
+        return self._time_limit_offset
+
+    @time_limit_offset.setter
+    def time_limit_offset(self, values: Any) -> None:
+        self._time_limit_offset[...] = values
+
+    @property
     def reset_noise_scale(self) -> float:
         """Factor on every RSI noise range of later resets (`CommandManager.reset_noise_scale`):
         1.0 is ``cfg.reset``, 0.0 starts episodes exactly on the reference. A training
@@ -521,7 +532,7 @@ class TrackingVecEnv(VectorEnv):
     def _start_episodes(self, ids: np.ndarray) -> None:
         """New episodes on rows `ids`: counters, sums, actions, per-episode events."""
         self.episode_length[ids] = 0
-        self.time_limit_offset[ids] = 0
+        self._time_limit_offset[ids] = 0
         self.rewards.reset(ids)
         self.command.reset(ids)
         self.state.last_action[ids] = 0.0

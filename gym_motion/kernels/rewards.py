@@ -93,36 +93,39 @@ def joint_limit_violation(joint_pos, soft_limits, out):
         out[i] = acc
 
 
-MAX_TERMS = 128  # `weigh_terms` sums in NumPy's order for up to this many terms
-
-
 @row_kernel
 def weigh_terms(raw, weights, dt, weighted, reward):
     """``weighted[i, k] = raw[k, i] * weights[k]`` and ``reward[i] = dt * sum_k weighted[i, k]``,
-    float32; the sum in NumPy's pairwise order (``np.sum(weighted, axis=1)``, bit for bit).
+    float32; the sum as NumPy's ``np.sum(weighted, axis=1)``, bit for bit (tested).
 
     raw (K, N) float32, the terms' values; weights (K,) float32; dt float32, s; weighted (N, K)
-    and reward (N,) float32 are written. K <= `MAX_TERMS`.
+    and reward (N,) float32 are written.
     """
     nk = raw.shape[0]
     for i in prange(reward.shape[0]):
         row = weighted[i]
         for k in range(nk):
             row[k] = raw[k, i] * weights[k]
-        reward[i] = _numpy_pairwise_sum(row) * dt
+        # NumPy's add.reduce: the identity 0.0 plus the pairwise sum (so -0.0 sums give 0.0)
+        reward[i] = (np.float32(0.0) + _numpy_pairwise_sum(row)) * dt
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _numpy_pairwise_sum(x):
-    """Sum of a float32 vector of at most 128 values in the order of NumPy's ``pairwise_sum``
-    (numpy/_core/src/umath/loops_utils.h.src): sequential below 8 values, else 8 interleaved
-    partial sums combined as a tree, then the remainder."""
+    """Sum of a float32 vector in the order of NumPy's ``pairwise_sum``
+    (numpy/_core/src/umath/loops_utils.h.src): sequential below 8 values; up to 128, 8
+    interleaved partial sums combined as a tree, then the remainder; above, the two halves
+    (split at a multiple of 8) summed so and added."""
     n = x.shape[0]
     if n < 8:
         res = np.float32(0.0)
         for i in range(n):
             res += x[i]
         return res
+    if n > 128:
+        half = n // 2
+        half -= half % 8
+        return _numpy_pairwise_sum(x[:half]) + _numpy_pairwise_sum(x[half:])
     r0, r1, r2, r3, r4, r5, r6, r7 = x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7]
     i = 8
     while i < n - n % 8:

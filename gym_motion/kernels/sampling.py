@@ -65,7 +65,12 @@ def fold_failures(failure_ema, alpha, clip_ids, frames, failed, bin_starts, bin_
     failure_ema (num_bins,) float64, updated; clip_ids, frames (K,) int; failed (K,) bool;
     bin_starts, bin_counts, lengths (C,) int64; counts (num_bins,) float64 scratch, all zero
     (left zero).
+
+    Returns -1, or the first position whose clip id is not in [0, C) (then nothing changed).
     """
+    bad = _first_bad_clip(clip_ids, lengths.shape[0])
+    if bad >= 0:
+        return bad
     keep = 1.0 - alpha
     for b in range(failure_ema.shape[0]):
         failure_ema[b] *= keep
@@ -78,14 +83,31 @@ def fold_failures(failure_ema, alpha, clip_ids, frames, failed, bin_starts, bin_
             if counts[b] != 0.0:
                 failure_ema[b] += alpha * counts[b]
                 counts[b] = 0.0
+    return -1
 
 
 @njit(cache=True)
 def bins_of(clip_ids, frames, bin_starts, bin_counts, lengths, out):
     """Global bin of each (clip, frame) pair: clip_ids, frames (K,) int; bin_starts,
-    bin_counts, lengths (C,) int64; out (K,) int64, written."""
+    bin_counts, lengths (C,) int64; out (K,) int64, written.
+
+    Returns -1, or the first position whose clip id is not in [0, C) (then nothing written).
+    """
+    bad = _first_bad_clip(clip_ids, lengths.shape[0])
+    if bad >= 0:
+        return bad
     for i in range(out.shape[0]):
         out[i] = _bin_of(clip_ids[i], frames[i], bin_starts, bin_counts, lengths)
+    return -1
+
+
+@njit(cache=True, inline="always")
+def _first_bad_clip(clip_ids, num_clips):
+    """The first position of a clip id outside [0, num_clips), or -1."""
+    for i in range(clip_ids.shape[0]):
+        if clip_ids[i] < 0 or clip_ids[i] >= num_clips:
+            return i
+    return -1
 
 
 @njit(cache=True, inline="always")

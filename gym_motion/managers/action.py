@@ -50,6 +50,8 @@ class ActionManager:
             raise ValueError(f"actions must have shape {s.action.shape}, got {actions.shape}")
         if actions.dtype != np.float32 and actions.dtype != np.float64:
             actions = actions.astype(np.float32, casting="same_kind")
+        elif np.may_share_memory(actions, s.action) or np.may_share_memory(actions, s.last_action):
+            actions = actions.copy()  # a view of the history (the kernel writes it as it reads)
         held = self._none_held if held is None else held
         if self._targets[serial_rows_enabled()](actions, held):
             bad = np.flatnonzero(~np.isfinite(actions).all(axis=1))

@@ -103,14 +103,9 @@ class RewardManager:
         names: term names in configuration order.
         weighted: (N, K) float32, weight * term of the last step (before dt), per term.
         reward: (N,) float32, sum over terms of weight * term * dt.
-
-    Raises:
-        ValueError: more than `gym_motion.kernels.rewards.MAX_TERMS` (128) terms.
     """
 
     def __init__(self, terms: dict[str, RewardTermCfg], state: MDPState, dt: float):
-        if len(terms) > k.MAX_TERMS:
-            raise ValueError(f"at most {k.MAX_TERMS} reward terms are supported, got {len(terms)}")
         self._dt = np.float32(dt)
         self.names = tuple(terms)
         n = state.num_envs

@@ -56,10 +56,14 @@ class MotionSampler:
         fps: frame rate of the clips; bins are ``bin_seconds`` of motion long.
         mode: ``SamplingMode`` or its value.
         num_envs: envs per step (kept for the logs; the probabilities do not depend on it).
-        alpha: EMA rate of the failure statistics per ``update`` call (control step).
+        alpha: EMA rate of the failure statistics per ``update`` call (control step),
+            0 < alpha <= 1.
         uniform_ratio: u, the uniform share of the mixture (0 <= u <= 1).
         bin_seconds: bin length, s.
         seed: seed of the sampler's own ``np.random.Generator`` (see ``seed``).
+
+    Raises:
+        ValueError: a clip shorter than 2 frames, alpha or uniform_ratio out of range.
 
     Attributes:
         bin_counts: ``(C,) int64`` bins per clip; bin_starts: ``(C,) int64`` first global bin.
@@ -84,6 +88,10 @@ class MotionSampler:
         self.num_envs = int(num_envs)
         self.alpha = float(alpha)
         self.uniform_ratio = float(uniform_ratio)
+        if not 0.0 < self.alpha <= 1.0:
+            raise ValueError(f"alpha (the EMA rate) must be in (0, 1], got {alpha}")
+        if not 0.0 <= self.uniform_ratio <= 1.0:
+            raise ValueError(f"uniform_ratio must be in [0, 1], got {uniform_ratio}")
         bin_frames = float(fps) * float(bin_seconds)
         self.bin_counts = np.floor(self.lengths / bin_frames).astype(np.int64) + 1
         self.bin_starts = np.zeros_like(self.bin_counts)
@@ -127,12 +135,35 @@ class MotionSampler:
         return float(self.probabilities.max())
 
     def bins_of(self, clip_ids: np.ndarray, frames: np.ndarray) -> np.ndarray:
-        """Global bin ``(N,) int64`` of (clip, frame) pairs."""
-        clip_ids = np.asarray(clip_ids, dtype=np.int64)
+        """Global bin ``(N,) int64`` of (clip, frame) pairs ``(N,)`` int.
+
+        Raises:
+            ValueError: clip_ids and frames of different lengths.
+            IndexError: a clip id not in [0, number of clips).
+        """
+        clip_ids, frames = self._checked(clip_ids, frames)
         bins = np.empty(clip_ids.shape, np.int64)
-        k.bins_of(clip_ids, np.asarray(frames, np.int64), self.bin_starts, self.bin_counts,
-                  self.lengths, bins)  # fmt: skip
+        bad = k.bins_of(clip_ids, frames, self.bin_starts, self.bin_counts, self.lengths, bins)
+        self._raise_bad_clip(clip_ids, bad)
         return bins
+
+    def _checked(self, clip_ids, frames, *more) -> tuple[np.ndarray, ...]:
+        """clip_ids and frames as (K,) int64 (and `more` arrays of the same length, as they
+        are); ValueError when the lengths differ."""
+        clip_ids = np.asarray(clip_ids, dtype=np.int64).reshape(-1)
+        frames = np.asarray(frames, dtype=np.int64).reshape(-1)
+        more = tuple(np.asarray(m).reshape(-1) for m in more)
+        sizes = [a.size for a in (clip_ids, frames, *more)]
+        if len(set(sizes)) != 1:
+            raise ValueError(f"clip_ids, frames and flags must have equal lengths, got {sizes}")
+        return (clip_ids, frames, *more)
+
+    def _raise_bad_clip(self, clip_ids: np.ndarray, bad: int) -> None:
+        if bad >= 0:
+            raise IndexError(
+                f"clip id {clip_ids[bad]} (position {bad}) is out of range for "
+                f"{self.lengths.size} clips"
+            )
 
     def sample(
         self, n: int, rng: np.random.Generator | None = None
@@ -168,9 +199,14 @@ class MotionSampler:
         Args:
             clip_ids, frames: ``(K,)`` clip and frame where each reset env ended its episode.
             failed: ``(K,) bool``, True for terminations (not truncations or clip ends).
+
+        Raises:
+            ValueError: arguments of different lengths.
+            IndexError: a clip id not in [0, number of clips) (the EMA is left as it was).
         """
-        k.fold_failures(
-            self.failure_ema, self.alpha, np.asarray(clip_ids, np.int64),
-            np.asarray(frames, np.int64), np.asarray(failed, dtype=bool), self.bin_starts,
+        clip_ids, frames, failed = self._checked(clip_ids, frames, np.asarray(failed, bool))
+        bad = k.fold_failures(
+            self.failure_ema, self.alpha, clip_ids, frames, failed, self.bin_starts,
             self.bin_counts, self.lengths, self._failures,
         )  # fmt: skip
+        self._raise_bad_clip(clip_ids, bad)

@@ -237,3 +237,17 @@ def test_cpu_ids_pin_physics_threads(model, monkeypatch):
     finally:
         os.sched_setaffinity(0, main_affinity)
         numba.set_num_threads(numba_threads)
+
+
+def test_self_contact_threshold_set_after_construction_counts_from_the_next_step(model):
+    backend = _backend(model, 2, num_threads=1)
+    targets = _targets(np.random.default_rng(0), 2, 0.0)
+    backend.step(targets)
+    assert (backend.self_contact_substeps == 0).all()  # standing: no self-contact above 10 N
+    backend.self_contact_threshold = -1.0  # every substep's force (0 included) exceeds it
+    backend.step(targets)
+    np.testing.assert_array_equal(backend.self_contact_substeps, [DEC, DEC])
+    backend.self_contact_threshold = None  # counting off
+    backend.step(targets)
+    assert backend.self_contact_threshold is None and (backend.self_contact_substeps == 0).all()
+    backend.close()

@@ -117,3 +117,15 @@ def test_spec_follows_a_later_change_of_the_limit():
 def test_a_limit_below_one_is_refused():
     with pytest.raises(ValueError, match="max_episode_steps must be >= 1, got 0"):
         TrackingVecEnv(1, max_episode_steps=0)
+
+
+def test_time_limit_offset_assigned_is_copied_into_the_env_and_broadcast():
+    env = TrackingVecEnv(3, cfg=CFG, max_episode_steps=5, seed=0)
+    env.reset(seed=0)
+    buffer = env.time_limit_offset
+    env.time_limit_offset = np.array([3])  # broadcast to every env
+    assert env.time_limit_offset is buffer and buffer.tolist() == [3, 3, 3]
+    env.step(np.zeros((3, 29), np.float32))
+    _, _, _, truncated, _ = env.step(np.zeros((3, 29), np.float32))
+    assert truncated.all()  # 2 steps + 3 offset = the limit of 5
+    env.close()

@@ -63,8 +63,9 @@ def test_joint_targets_count_non_finite_rows_and_write_nothing(build):
 @pytest.mark.parametrize("n", (1, 7, 257, 3000))
 def test_weigh_terms_is_numpys_multiply_and_sum_bit_for_bit(build, n):
     rng = rng_for(n, 41)
-    for k in (1, 2, 7, 8, 9, 15, 16, 17, 31, 64, 127, 128):
+    for k in (1, 2, 7, 8, 9, 15, 16, 17, 31, 64, 127, 128, 129, 200, 257):
         raw = f32(rng.normal(size=(k, n)) * 10.0 ** rng.uniform(-3, 3, (k, n)))
+        raw[:, ::5] = -0.0  # penalty terms at zero: NumPy's sum of -0.0 values is +0.0
         weights, dt = f32(rng.normal(size=k)), np.float32(0.02)
         expected_weighted = np.multiply(raw.T, weights, out=np.empty((n, k), np.float32))
         expected = np.sum(expected_weighted, axis=1)
@@ -73,6 +74,11 @@ def test_weigh_terms_is_numpys_multiply_and_sum_bit_for_bit(build, n):
         _build(rewards.weigh_terms, build)(raw, weights, dt, weighted, reward)
         assert weighted.tobytes() == expected_weighted.tobytes()
         assert reward.tobytes() == expected.tobytes(), k
+    for k in (3, 9):  # only penalties, all at zero: -0.0 terms sum to +0.0, as in NumPy
+        weighted, reward = np.empty((n, k), np.float32), np.empty(n, np.float32)
+        raw, weights = np.full((k, n), 0.0, np.float32), np.full(k, -1.0, np.float32)
+        _build(rewards.weigh_terms, build)(raw, weights, np.float32(0.02), weighted, reward)
+        assert np.signbit(weighted).all() and not np.signbit(reward).any()
 
 
 @pytest.mark.parametrize("build", BUILDS)

@@ -157,3 +157,25 @@ def test_sampler_kernels_match_numpy_bit_for_bit_over_a_run():
         assert sampler.failure_ema.tobytes() == ema.tobytes()
     assert sampler.top1_prob > 2.0 / sampler.num_bins  # failures were folded in
     np.testing.assert_array_equal(sampler._failures, 0.0)  # scratch left zero
+
+
+def test_bad_updates_are_refused_and_leave_the_ema_as_it_was():
+    sampler = MotionSampler([500, 300], fps=50.0, num_envs=4)
+    sampler.update(np.array([0]), np.array([60]), np.array([True]))
+    ema = sampler.failure_ema.copy()
+    with pytest.raises(IndexError, match=r"clip id 7 \(position 1\) is out of range for 2 clips"):
+        sampler.update(np.array([0, 7]), np.array([3, 3]), np.array([True, True]))
+    with pytest.raises(IndexError, match="clip id -1"):
+        sampler.bins_of(np.array([-1]), np.array([0]))
+    with pytest.raises(ValueError, match="equal lengths, got \\[1, 1, 2\\]"):
+        sampler.update(np.array([0]), np.array([3]), np.array([True, False]))
+    assert sampler.failure_ema.tobytes() == ema.tobytes()
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"alpha": 0.0}, "alpha"), ({"alpha": 1.5}, "alpha"),
+    ({"uniform_ratio": -0.5}, "uniform_ratio"), ({"uniform_ratio": 3.0}, "uniform_ratio"),
+])  # fmt: skip
+def test_out_of_range_rates_are_refused(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        MotionSampler([500], fps=50.0, **kwargs)
