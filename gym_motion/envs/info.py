@@ -70,7 +70,9 @@ def add_episode_results(
 
 def add_clip_end(info: dict[str, Any], clip_end: np.ndarray) -> None:
     """Add ``clip_end`` (N,) bool, valid for every env."""
-    info[CLIP_END], info["_" + CLIP_END] = clip_end, np.ones(clip_end.shape, bool)
+    valid = np.empty_like(clip_end)
+    valid.fill(True)
+    info[CLIP_END], info["_" + CLIP_END] = clip_end, valid
 
 
 def add_same_step_final(info: dict[str, Any], final_obs: Any, done: np.ndarray) -> None:

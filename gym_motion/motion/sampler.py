@@ -204,6 +204,9 @@ class MotionSampler:
             ValueError: arguments of different lengths.
             IndexError: a clip id not in [0, number of clips) (the EMA is left as it was).
         """
+        if len(clip_ids) == len(frames) == len(failed) == 0:  # nothing ended: only the decay
+            self.failure_ema *= 1.0 - self.alpha
+            return
         clip_ids, frames, failed = self._checked(clip_ids, frames, np.asarray(failed, bool))
         bad = k.fold_failures(
             self.failure_ema, self.alpha, clip_ids, frames, failed, self.bin_starts,
