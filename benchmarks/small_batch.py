@@ -7,7 +7,7 @@ Prints, for a `TrackingVecEnv` of N envs (Gaussian random actions, std 0.5):
 - a row kernel's call cost, parallel build (one-thread pool) against serial build;
 - a built-in term called directly (`term(state, out, **params)`) against its bound form (through
   the `RowKernel`, and bound to the build the env runs, as the managers call it), and each
-  manager's compute called back to back;
+  manager's compute called back to back (the terminations also right after a physics step);
 - a plain loop of steps (caches stay warm): ms per step, its physics phase, the ratio, and the
   time per phase. `gym-motion bench` times each step right after its bare physics replays
   (cold caches), so its ratio is higher.
@@ -75,6 +75,14 @@ def main() -> None:
             ("observations", lambda: env.observations.compute(env._rng, ("policy",))),
         ):
             print(f"{name}.compute back to back: {_us(compute, 5000):.2f} us")
+        # the same call right after a physics step (MuJoCo evicted the caches): median of 300
+        after = []
+        for _ in range(300):
+            env.backend.step(env.actions.targets)
+            t0 = time.perf_counter()
+            env.terminations.compute()
+            after.append(time.perf_counter() - t0)
+        print(f"terminations.compute right after a physics step: {1e6 * np.median(after):.2f} us")
 
     for key in env.phase_s:
         env.phase_s[key] = 0.0
