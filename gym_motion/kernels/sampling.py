@@ -31,14 +31,9 @@ def draw_adaptive(failure_ema, ema_total, uniform_ratio, u_bin, u_frame, bin_cli
         clip_out, frame_out: (M,) int32, written.
     """
     nbins = failure_ema.shape[0]
-    uniform = 1.0 / nbins
-    acc = 0.0
-    for b in range(nbins):
-        if ema_total > 0.0:
-            acc += (1.0 - uniform_ratio) * (failure_ema[b] / ema_total) + uniform_ratio * uniform
-        else:
-            acc += uniform
-        cdf[b] = acc
+    bin_probabilities(failure_ema, ema_total, uniform_ratio, cdf)
+    for b in range(1, nbins):  # cumulative sum, in place
+        cdf[b] += cdf[b - 1]
     last = cdf[nbins - 1]
     for b in range(nbins):
         cdf[b] /= last
@@ -54,6 +49,20 @@ def draw_adaptive(failure_ema, ema_total, uniform_ratio, u_bin, u_frame, bin_cli
         frame = math.floor((bin_local[lo] + u_frame[i]) / bin_counts[c] * (lengths[c] - 1))
         clip_out[i] = c
         frame_out[i] = min(int(frame), lengths[c] - 2)
+
+
+@njit(cache=True)
+def bin_probabilities(failure_ema, ema_total, uniform_ratio, out):
+    """``out[b] = (1 - u) * ema[b] / ema_total + u / num_bins``, or ``1 / num_bins`` while
+    ema_total <= 0 (the adaptive mixture). failure_ema, out (num_bins,) float64; ema_total the
+    EMA's sum (NumPy's); uniform_ratio u."""
+    nbins = failure_ema.shape[0]
+    uniform = 1.0 / nbins
+    for b in range(nbins):
+        if ema_total > 0.0:
+            out[b] = (1.0 - uniform_ratio) * (failure_ema[b] / ema_total) + uniform_ratio * uniform
+        else:
+            out[b] = uniform
 
 
 @njit(cache=True)

@@ -23,8 +23,6 @@ from gym_motion.motion.library import MotionLibrary
 from gym_motion.motion.sampler import MotionSampler
 
 _ERROR_LOG_KEYS = tuple(f"error/{name}" for name in TRACKING_ERRORS)
-_NO_ROWS = np.zeros(0, np.int64)
-_NO_ROWS.flags.writeable = False
 
 
 class CommandManager:
@@ -139,10 +137,7 @@ class CommandManager:
     def update_sampler(self, env_ids: np.ndarray, terminated: np.ndarray) -> None:
         """Fold the episodes that ended this step on rows `env_ids` (M,) into the adaptive
         sampler; `terminated` (M,) bool marks failures. Call once per step."""
-        if env_ids.size:
-            self.sampler.update(self.clip_ids[env_ids], self.frames[env_ids], terminated)
-        else:  # the EMA decays every step
-            self.sampler.update(_NO_ROWS, _NO_ROWS, terminated)
+        self.sampler.update(self.clip_ids[env_ids], self.frames[env_ids], terminated)
 
     def set_frames(self, env_ids: np.ndarray, clip_ids: np.ndarray, frames: np.ndarray) -> None:
         """Point rows `env_ids` (M,) at (clip_ids, frames) (M,) int."""

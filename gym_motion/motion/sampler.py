@@ -114,12 +114,9 @@ class MotionSampler:
     def probabilities(self) -> np.ndarray:
         """``(num_bins,) float64`` adaptive bin probabilities (sum 1): the mixture
         ``(1 - u) * ema / sum(ema) + u / num_bins``, uniform while ``sum(ema) == 0``."""
-        total = self.failure_ema.sum()
-        uniform = np.full(self.num_bins, 1.0 / self.num_bins)
-        if not total > 0.0:
-            return uniform
-        u = self.uniform_ratio
-        return (1.0 - u) * (self.failure_ema / total) + u * uniform
+        p = np.empty(self.num_bins)
+        k.bin_probabilities(self.failure_ema, self.failure_ema.sum(), self.uniform_ratio, p)
+        return p
 
     @property
     def entropy(self) -> float:

@@ -121,7 +121,12 @@ def test_adaptive_draws_are_rng_choice_with_the_bin_probabilities():
 
 def _numpy_sample(s: MotionSampler, n: int, rng: np.random.Generator):
     """The adaptive draw in NumPy (the sampler before its kernels): the oracle."""
-    cdf = s.probabilities.cumsum()
+    total, uniform = s.failure_ema.sum(), np.full(s.num_bins, 1.0 / s.num_bins)
+    p = uniform
+    if total > 0.0:
+        p = (1.0 - s.uniform_ratio) * (s.failure_ema / total) + s.uniform_ratio * uniform
+    assert p.tobytes() == s.probabilities.tobytes()
+    cdf = p.cumsum()
     cdf /= cdf[-1]
     bins = cdf.searchsorted(rng.random(n), side="right")
     clip_ids = np.searchsorted(s.bin_starts, bins, side="right") - 1
