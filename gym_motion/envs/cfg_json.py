@@ -4,15 +4,18 @@
 Frozen dataclasses are written as objects tagged with ``"__type__": "module:Class"``, term
 functions as ``{"__func__": "module:name"}``, the robot as ``{"__robot__": name, "mjcf_path":
 path}`` (a robot of `gym_motion.robots.ROBOTS`; the path is null for the robot's own MJCF),
-tuples as lists (read back as tuples: configs hold no lists). Reading imports nothing new:
-classes and functions must come from ``gym_motion`` or from a module that is already imported
-(import your own term module before `from_json`).
+tuples as lists (read back as tuples: configs hold no lists). Reading imports nothing new and
+runs no code but config constructors: a ``__type__`` must name a dataclass and a ``__func__`` a
+Python function, each by its own ``module:qualname`` (no path through another module's
+attributes), from ``gym_motion`` or from a module that is already imported and is not part of
+Python's standard library (import your own term module before `from_json`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
+import inspect
 import json
 import sys
 from pathlib import Path
@@ -30,8 +33,9 @@ def loads(text: str) -> Any:
     """The object `dumps` wrote.
 
     Raises:
-        ValueError: an unknown robot, or a class or function that is neither in ``gym_motion``
-            nor in an imported module (the message names it).
+        ValueError: an unknown robot, or a ``__type__`` / ``__func__`` that is not a
+            dataclass / function of ``gym_motion`` or of an imported non-standard-library
+            module, named by its own path (the message names it).
     """
     return _decode(json.loads(text))
 
@@ -62,10 +66,25 @@ def _encode(obj: Any) -> Any:
     return obj
 
 
-def _resolve(path: str) -> Any:
+def _resolve(path: Any, kind: str) -> Any:
+    """The dataclass (`kind` "__type__") or function ("__func__") named ``module:qualname``.
+
+    Raises:
+        ValueError: not a "module:qualname" string, a module that is neither ``gym_motion``'s
+            nor imported, a standard-library module, a name that does not exist, an object
+            whose own path differs (reached through another module), or the wrong kind of
+            object (the message names the path).
+    """
+    if not isinstance(path, str) or ":" not in path:
+        raise ValueError(f"config {kind} must be a 'module:name' string, got {path!r}")
     module, _, name = path.partition(":")
-    ours = module == "gym_motion" or module.startswith("gym_motion.")
-    if not ours and module not in sys.modules:
+    top = module.partition(".")[0]
+    if top in sys.stdlib_module_names or top == "__future__":
+        raise ValueError(
+            f"config names {path!r} from Python's standard library; a config may only name "
+            "config dataclasses and term functions"
+        )
+    if top != "gym_motion" and module not in sys.modules:
         raise ValueError(
             f"config names {path!r} from module {module!r}, which is not imported: import it "
             "before loading the config (configs do not import code by themselves)"
@@ -75,6 +94,17 @@ def _resolve(path: str) -> Any:
         obj = getattr(obj, part, None)
         if obj is None:
             raise ValueError(f"config names {path!r}, which does not exist")
+    wanted = (
+        isinstance(obj, type) and dataclasses.is_dataclass(obj)
+        if kind == "__type__"
+        else inspect.isfunction(obj)
+    )
+    if not wanted or _path_of(obj) != path:
+        what = "a dataclass" if kind == "__type__" else "a Python function"
+        raise ValueError(
+            f"config {kind} {path!r} is not {what} defined there (a config may only name "
+            "config dataclasses and term functions by their own module:name)"
+        )
     return obj
 
 
@@ -90,8 +120,8 @@ def _decode(obj: Any) -> Any:
         robot = ROBOTS[name]
         return robot if obj["mjcf_path"] is None else robot.with_mjcf(obj["mjcf_path"])
     if "__func__" in obj:
-        return _resolve(obj["__func__"])
+        return _resolve(obj["__func__"], "__func__")
     if "__type__" in obj:
-        cls = _resolve(obj["__type__"])
+        cls = _resolve(obj["__type__"], "__type__")
         return cls(**{k: _decode(v) for k, v in obj.items() if k != "__type__"})
     return {k: _decode(v) for k, v in obj.items()}

@@ -110,3 +110,34 @@ def test_no_robot_names_in_backends_or_managers():
             text = path.read_text()
             for name in ("pelvis", "torso_link", "ankle_roll_link", "g1"):
                 assert name not in text, f"{path.name} names {name!r}"
+
+
+def feet_height(s, out, body_ids):  # a user term, named by this test module's path
+    np.mean(s.robot.pos_w[:, body_ids, 2], axis=1, out=out)
+
+
+@pytest.mark.parametrize(
+    ("evil", "match"),
+    [
+        ('{"__type__": "os:system", "command": "true"}', "standard library"),
+        ('{"__func__": "subprocess:call"}', "standard library"),
+        # reached through a gym_motion module's attributes: not the object's own path
+        ('{"__type__": "gym_motion.envs.cfg_json:importlib.import_module", "name": "os"}',
+         "not a dataclass"),
+        ('{"__type__": "gym_motion.envs.config:eval_cfg"}', "not a dataclass"),
+        ('{"__func__": "gym_motion.envs.config:SimCfg"}', "not a Python function"),
+        ('{"__type__": "numpy:save", "file": "x.npy", "arr": 1}', "not a dataclass"),
+        ('{"__type__": 5}', "'module:name' string"),
+    ],
+)  # fmt: skip
+def test_config_json_names_only_config_dataclasses_and_term_functions(evil, match):
+    with pytest.raises(ValueError, match=match):
+        TrackingEnvCfg.from_json(evil)
+
+
+def test_config_json_round_trips_a_user_term_of_an_imported_module():
+    rewards = dict(TrackingEnvCfg().rewards)
+    rewards["feet_height"] = RewardTermCfg(feet_height, -0.5, {"bodies": ("pelvis",)})
+    cfg = dataclasses.replace(TrackingEnvCfg(), rewards=rewards)
+    back = TrackingEnvCfg.from_json(cfg.to_json())
+    assert back.rewards["feet_height"].func is feet_height
