@@ -291,7 +291,8 @@ class TrackingVecEnv(VectorEnv):
             actions: (N, J) finite floats.
 
         Raises:
-            ValueError: wrong shape, or non-finite values (the offending rows are named).
+            ValueError: wrong shape, values not finite as float32, or joint targets beyond
+                +-1e10 rad (MuJoCo's mjMAXVAL; the offending rows are named).
             RuntimeError: `reset` was not called first.
             gymnasium.error.ResetNeeded: DISABLED mode, and envs that terminated or truncated
                 were not reset (``reset(options={"reset_mask": mask})``) since (the envs are

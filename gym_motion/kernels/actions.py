@@ -9,6 +9,10 @@ from numba import prange
 
 from gym_motion.kernels.dispatch import row_kernel
 
+# The largest joint target accepted, rad: MuJoCo's mjMAXVAL. MuJoCo zeroes every control of a
+# model whose control exceeds it (mjWARN_BADCTRL), so such an action would not be applied.
+MAX_TARGET = 1e10
+
 
 @row_kernel
 def joint_targets(scale, default_joint_pos, encoder_bias, action, last_action, targets, actions,
@@ -19,14 +23,19 @@ def joint_targets(scale, default_joint_pos, encoder_bias, action, last_action, t
     actions (N, J) float32 or float64 (cast to float32); scale, default_joint_pos (J,) and
     encoder_bias (N, J) float32, rad; held (N,) bool; action, last_action, targets (N, J) float32.
 
-    Returns the number of rows of `actions` holding a non-finite value; when it is not 0,
-    nothing was written.
+    Returns the number of rows of `actions` with a value that is not finite as float32 or
+    whose target (held rows included) is beyond +-`MAX_TARGET` rad; when it is not 0, nothing
+    was written.
     """
     n, nj = actions.shape
     bad = 0
     for i in prange(n):
         for j in range(nj):
-            if not math.isfinite(actions[i, j]):
+            a = np.float32(actions[i, j])
+            t = a * scale[j]
+            t += default_joint_pos[j]
+            t -= encoder_bias[i, j]
+            if not (math.isfinite(a) and abs(t) <= MAX_TARGET):
                 bad += 1
                 break
     if bad:

@@ -10,7 +10,7 @@ from functools import partial
 
 import numpy as np
 
-from gym_motion.kernels.actions import joint_targets
+from gym_motion.kernels.actions import MAX_TARGET, joint_targets
 from gym_motion.kernels.dispatch import bind_builds, serial_rows_enabled
 from gym_motion.managers.state import MDPState
 
@@ -42,7 +42,8 @@ class ActionManager:
         action and history (their step is not their own); returns `targets` (owned buffer).
 
         Raises:
-            ValueError: wrong shape, or non-finite values (the offending rows are named).
+            ValueError: wrong shape, values that are not finite as float32, or that give joint
+                targets beyond +-1e10 rad (`MAX_TARGET`; the offending rows are named).
         """
         s = self._state
         actions = np.asarray(actions)
@@ -54,6 +55,26 @@ class ActionManager:
             actions = actions.copy()  # a view of the history (the kernel writes it as it reads)
         held = self._none_held if held is None else held
         if self._targets[serial_rows_enabled()](actions, held):
-            bad = np.flatnonzero(~np.isfinite(actions).all(axis=1))
-            raise ValueError(f"actions of envs {bad[:10].tolist()} are not finite")
+            raise ValueError(self._refusal(actions))
         return self.targets
+
+    def _refusal(self, actions: np.ndarray) -> str:
+        """Why `actions` were refused, naming the rows (as the kernel checks them)."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            a = actions.astype(np.float32)
+            target = a * self._scale + self._state.default_joint_pos - self._state.encoder_bias
+        nonfinite = ~np.isfinite(a).all(axis=1)
+        beyond = ~nonfinite & (np.abs(target) > MAX_TARGET).any(axis=1)
+        parts = []
+        if nonfinite.any():
+            parts.append(
+                f"actions of envs {np.flatnonzero(nonfinite)[:10].tolist()} are not finite (as "
+                "float32, the env's action dtype)"
+            )
+        if beyond.any():
+            parts.append(
+                f"actions of envs {np.flatnonzero(beyond)[:10].tolist()} give joint targets "
+                f"beyond +-{MAX_TARGET:g} rad (MuJoCo's mjMAXVAL; MuJoCo would zero every "
+                "control)"
+            )
+        return "; ".join(parts)

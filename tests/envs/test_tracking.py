@@ -261,6 +261,16 @@ def test_bad_actions_are_refused_with_the_offending_rows():
     a[1, 4] = np.nan
     with pytest.raises(ValueError, match=r"\[1\]"):
         env.step(a)
+    # finite as float64, infinite in the env's float32 action (and observation)
+    with pytest.raises(ValueError, match=r"envs \[0, 2\] are not finite \(as float32"):
+        env.step(np.where(np.arange(3)[:, None] == 1, 0.0, np.full((3, 29), 1e300)))
+    huge = zeros(env)
+    huge[2, 0] = 1e20  # finite float32, but a target MuJoCo would replace by zero controls
+    with pytest.raises(ValueError, match=r"envs \[2\] give joint targets beyond \+-1e\+10"):
+        env.step(huge)
+    obs, reward, *_ = env.step(zeros(env))  # nothing of the refused steps was kept
+    assert np.isfinite(obs).all() and np.isfinite(reward).all()
+    assert (env.state.last_action == 0.0).all()
     env.close()
 
 

@@ -141,3 +141,27 @@ def test_end_step_matches_numpy(build, n):
     assert counts == (expected[4].sum(), expected[5].sum())
     if n > 100:  # every case was exercised
         assert expected[1].any() and expected[5].any() and expected[0].any()
+
+
+@pytest.mark.parametrize("build", BUILDS)
+def test_joint_targets_refuse_what_float32_or_mujoco_cannot_hold(build):
+    """float64 actions beyond float32's range, and targets past MuJoCo's mjMAXVAL (1e10 rad),
+    which MuJoCo would replace by zero controls, count as bad rows; nothing is written."""
+    from gym_motion.kernels.actions import MAX_TARGET
+
+    n, j = 5, 29
+    scale = np.full(j, 0.5, np.float32)
+    actions = np.zeros((n, j), np.float64)
+    actions[0, 2] = 1e300  # finite float64, inf as float32
+    actions[2, 5] = -2.1 * MAX_TARGET  # target -1.05e10
+    actions[3, 5] = 1.9 * MAX_TARGET  # target 0.95e10: accepted
+    action, last, targets = (np.full((n, j), 7.0, np.float32) for _ in range(3))
+    args = (scale, np.zeros(j, np.float32), np.zeros((n, j), np.float32))
+    bad = _build(joint_targets, build)(*args, action, last, targets, actions, np.zeros(n, bool))
+    assert bad == 2
+    for a in (action, last, targets):
+        assert (a == 7.0).all()
+    actions[[0, 2]] = 0.0
+    kernel = _build(joint_targets, build)
+    assert kernel(*args, action, last, targets, actions, np.zeros(n, bool)) == 0
+    assert np.isfinite(targets).all() and targets[3, 5] == np.float32(0.95 * MAX_TARGET)
