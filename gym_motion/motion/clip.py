@@ -441,8 +441,10 @@ def validate_clip(
     robot: RobotSpec | None = None,
     source: str = "clip",
     check_kinematics: bool = True,
+    warn: bool = True,
 ) -> None:
-    """Check a clip against the robot; raise ``MotionFormatError`` or warn (see ``load_clip``)."""
+    """Check a clip against the robot; raise ``MotionFormatError`` or (with `warn`) warn about
+    joint ranges and jumps (see ``load_clip``)."""
     robot = _kinematics.default_robot() if robot is None else robot
     if clip.joint_names != tuple(robot.joint_names):
         raise MotionFormatError(
@@ -476,8 +478,9 @@ def validate_clip(
     model = _kinematics.robot_model(robot)
     if check_kinematics:
         _check_kinematics(clip, robot, model, source)
-    _warn_joint_limits(clip, model, source)
-    _warn_joint_jumps(clip, source)
+    if warn:
+        _warn_joint_limits(clip, model, source)
+        _warn_joint_jumps(clip, source)
 
 
 def _scalar(value: np.ndarray, key: str, src: str) -> float:

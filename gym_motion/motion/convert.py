@@ -43,6 +43,7 @@ from gym_motion.motion.clip import (
     rates_equal,
     resample_grid,
     save_clip,
+    validate_clip,
 )
 from gym_motion.motion.formats import FileKind, sniff, unsupported_message
 from gym_motion.robots.spec import RobotSpec
@@ -279,6 +280,7 @@ def convert_csv(
     Warns:
         MotionCheckWarning: soft/hard joint limits, self or floor penetration, joint jumps.
     """
+    check_out_path(csv_path, out_path)
     input_fps = check_fps(input_fps, "input_fps")
     output_fps = check_fps(output_fps, "output_fps")
     qpos = read_csv(csv_path, robot, quat_order)
@@ -382,6 +384,7 @@ def convert_gmr(
     Warns:
         MotionCheckWarning: soft/hard joint limits, self or floor penetration, joint jumps.
     """
+    check_out_path(pkl_path, out_path)
     qpos, fps = read_gmr_qpos(pkl_path, robot, quat_order)
     output_fps = fps if output_fps is None else check_fps(output_fps, "output_fps")
     return _qpos_to_clip(
@@ -423,6 +426,7 @@ def convert_motion(
             ``input_fps``; an ``input_fps`` other than the file's rate; errors of the reader.
         ValueError: a rate that is not a positive number.
     """
+    check_out_path(path, out_path)
     robot = _kinematics.default_robot() if robot is None else robot
     src = str(path)
     found = sniff(path)
@@ -461,6 +465,26 @@ def convert_motion(
         clip = clip.resample(output_fps)
         return _finish(clip, src, robot, checks, out_path)
     raise MotionFormatError(_unsupported(src, found.description, robot))
+
+
+def check_out_path(path: str | os.PathLike, out_path: str | os.PathLike | None) -> None:
+    """Refuse an output path that cannot take the clip, before anything is read or written.
+
+    Raises:
+        ValueError: `out_path` is a directory, is in a directory that does not exist, or is
+            the input file `path` itself (converting would replace the source).
+    """
+    if out_path is None:
+        return
+    out = Path(out_path)
+    if out.is_dir():
+        raise ValueError(f"output {out} is a directory; give a file name, e.g. {out / 'clip.npz'}")
+    if not out.resolve().parent.is_dir():
+        raise ValueError(f"output {out}: directory {out.parent} does not exist")
+    if out.resolve() == Path(path).resolve():
+        raise ValueError(
+            f"output {out} is the input file; converting would replace it: give another -o"
+        )
 
 
 def _check_input_fps(input_fps: float | None, file_fps: float, src: str) -> None:
@@ -511,7 +535,8 @@ def _finish(
 ) -> MotionClip:
     if checks:
         warn_motion_checks(check_motion(clip, robot), src, stacklevel=4)
-    if out_path is not None:
+    if out_path is not None:  # never write a clip that load_clip would refuse
+        validate_clip(clip, robot, source=src, check_kinematics=False, warn=False)
         save_clip(clip, Path(out_path))
     return clip
 

@@ -148,3 +148,42 @@ def test_convert_cli_writes_a_loadable_clip(motions_dir, tmp_path, capsys):
     assert clip.fps == 50 and clip.source_fps == 60 and clip.num_frames == 101
     assert main(["inspect", str(out)]) == 0
     assert "frames:      101" in capsys.readouterr().out
+
+
+def _standing_rows(frames: int = 20) -> np.ndarray:
+    """G1 CSV rows of the robot standing (root 0.8 m up, identity quaternion xyzw, joints 0)."""
+    rows = np.zeros((frames, 36))
+    rows[:, 2], rows[:, 6] = 0.8, 1.0
+    return rows
+
+
+def test_convert_never_writes_a_clip_load_clip_would_refuse(tmp_path):
+    """Rows that make an invalid clip (root underground; values beyond float32) are refused
+    with load_clip's message, and no file is written."""
+    for name, edit, message in (
+        ("under.csv", lambda r: r.__setitem__((slice(None), 2), -4.0), "below the floor"),
+        ("huge.csv", lambda r: r.__setitem__((slice(None), 0), 1e39), "non-finite value inf"),
+    ):
+        rows = _standing_rows()
+        edit(rows)
+        csv, out = tmp_path / name, tmp_path / (name + ".npz")
+        np.savetxt(csv, rows, delimiter=",")
+        with pytest.raises(MotionFormatError, match=message):
+            convert_csv(csv, out, input_fps=50, checks=False)
+        assert not out.exists() and not list(tmp_path.glob(".*.tmp"))
+
+
+def test_convert_refuses_outputs_that_cannot_take_the_clip(tmp_path, capsys):
+    csv = tmp_path / "stand.csv"
+    np.savetxt(csv, _standing_rows(), delimiter=",")
+    before = csv.read_bytes()
+    for out, message in (
+        (csv, "is the input file; converting would replace it"),
+        (tmp_path, "is a directory; give a file name"),
+        (tmp_path / "missing" / "clip.npz", "directory .*missing does not exist"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            convert_csv(csv, out, input_fps=50)
+        assert main(["convert", str(csv), "-o", str(out), "--input-fps", "50"]) != 0
+        assert "error: output" in capsys.readouterr().err
+    assert csv.read_bytes() == before
