@@ -15,6 +15,7 @@ import os
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from gym_motion import config_values as cv
 from gym_motion.managers import events, reward, termination
 from gym_motion.managers import observation as obs
 from gym_motion.managers.events import EventTermCfg
@@ -25,18 +26,36 @@ from gym_motion.robots.g1 import G1
 from gym_motion.robots.spec import RobotSpec
 
 
+def _set(cfg: Any, name: str, value: Any) -> None:
+    """Store a checked (normalised) value in frozen dataclass `cfg`."""
+    object.__setattr__(cfg, name, value)
+
+
 @dataclass(frozen=True)
 class SimCfg:
     """Physics timing (docs/task.md section 1).
 
     Attributes:
-        physics_dt: substep, s. decimation: substeps per control step.
-        self_contact_threshold: normal force, N, above which a self-contact counts.
+        physics_dt: substep, s (> 0). decimation: substeps per control step (integer >= 1).
+        self_contact_threshold: normal force, N, above which a self-contact counts (None: not
+            counted).
+
+    Raises:
+        ValueError: a value out of its range or of the wrong type (named).
     """
 
     physics_dt: float = 0.005
     decimation: int = 4
-    self_contact_threshold: float = 10.0
+    self_contact_threshold: float | None = 10.0
+
+    def __post_init__(self) -> None:
+        _set(self, "physics_dt", cv.real("SimCfg.physics_dt", self.physics_dt, low=0.0,
+                                          low_open=True))  # fmt: skip
+        _set(self, "decimation", cv.integer("SimCfg.decimation", self.decimation, low=1))
+        if self.self_contact_threshold is not None:
+            threshold = cv.real("SimCfg.self_contact_threshold", self.self_contact_threshold,
+                                low=0.0)  # fmt: skip
+            _set(self, "self_contact_threshold", threshold)
 
     @property
     def control_dt(self) -> float:
@@ -84,8 +103,22 @@ class BackendCfg:
     contact_sensor_maxmatch: int | None = None
 
     def __post_init__(self) -> None:
+        if not isinstance(self.name, str):
+            raise ValueError(f"BackendCfg.name must be a backend name, got {self.name!r}")
         if self.cpu_ids is not None:
-            object.__setattr__(self, "cpu_ids", tuple(int(c) for c in self.cpu_ids))
+            cpus = tuple(cv.integer("BackendCfg.cpu_ids[]", c, low=0) for c in self.cpu_ids)
+            _set(self, "cpu_ids", cpus)
+        for name in ("num_threads", "contact_sensor_maxmatch"):
+            if getattr(self, name) is not None:
+                _set(self, name, cv.integer(f"BackendCfg.{name}", getattr(self, name), low=1))
+        for name in ("nconmax", "njmax"):
+            _set(self, name, cv.integer(f"BackendCfg.{name}", getattr(self, name), low=1))
+        if self.on_overflow not in ("raise", "terminate"):
+            raise ValueError(
+                f"BackendCfg.on_overflow must be 'raise' or 'terminate', got {self.on_overflow!r}"
+            )
+        if not isinstance(self.deterministic, bool):
+            raise ValueError(f"BackendCfg.deterministic must be a bool, got {self.deterministic!r}")
 
     def kwargs(self) -> dict[str, Any]:
         """The backend constructor's keyword arguments for these settings.
@@ -132,6 +165,9 @@ class ResetCfg:
         pose_range: x, y, z (m), roll, pitch, yaw (rad), world frame.
         velocity_range: x, y, z (m/s), roll, pitch, yaw (rad/s), world frame.
         joint_pos_range: rad, added to the reference joints, then clipped to the soft limits.
+
+    Raises:
+        ValueError: not 6 / 6 / 1 (low, high) pairs of finite numbers with low <= high (named).
     """
 
     pose_range: tuple[tuple[float, float], ...] = (
@@ -141,6 +177,13 @@ class ResetCfg:
         (-0.5, 0.5), (-0.5, 0.5), (-0.2, 0.2), (-0.52, 0.52), (-0.52, 0.52), (-0.78, 0.78),
     )  # fmt: skip
     joint_pos_range: tuple[float, float] = (-0.1, 0.1)
+
+    def __post_init__(self) -> None:
+        _set(self, "pose_range", cv.intervals("ResetCfg.pose_range", self.pose_range, 6))
+        velocity = cv.intervals("ResetCfg.velocity_range", self.velocity_range, 6)
+        _set(self, "velocity_range", velocity)
+        joint = cv.interval("ResetCfg.joint_pos_range", self.joint_pos_range)
+        _set(self, "joint_pos_range", joint)
 
 
 NO_RESET_NOISE = ResetCfg(((0.0, 0.0),) * 6, ((0.0, 0.0),) * 6, (0.0, 0.0))
@@ -156,12 +199,27 @@ class SamplingCfg:
         uniform_weight: u, the uniform share of the mixture p = (1 - u) * normalised failure
             EMA + u / num_bins.
         bin_s: bin width, s.
+
+    Raises:
+        ValueError: an unknown mode, or ema_alpha outside (0, 1], uniform_weight outside
+            [0, 1], bin_s not > 0 (named).
     """
 
     mode: str = "adaptive"
     ema_alpha: float = 0.001
     uniform_weight: float = 0.1
     bin_s: float = 1.0
+
+    MODES = ("adaptive", "uniform", "start")
+
+    def __post_init__(self) -> None:
+        if self.mode not in self.MODES:
+            raise ValueError(f"SamplingCfg.mode must be one of {self.MODES}, got {self.mode!r}")
+        alpha = cv.real("SamplingCfg.ema_alpha", self.ema_alpha, low=0.0, high=1.0, low_open=True)
+        _set(self, "ema_alpha", alpha)
+        uniform = cv.real("SamplingCfg.uniform_weight", self.uniform_weight, low=0.0, high=1.0)
+        _set(self, "uniform_weight", uniform)
+        _set(self, "bin_s", cv.real("SamplingCfg.bin_s", self.bin_s, low=0.0, low_open=True))
 
 
 def default_rewards() -> dict[str, RewardTermCfg]:
@@ -266,6 +324,10 @@ class TrackingEnvCfg:
             policy observation (154 values).
         obs_noise: add the policy terms' uniform noise (training); off for evaluation.
         reset: RSI noise. sampling: where episodes start in the motion.
+
+    Raises:
+        ValueError: a field of the wrong type, or episode_length_s not a finite number of at
+            least one control step (named); the nested configs check their own fields.
     """
 
     robot: RobotSpec = G1
@@ -279,6 +341,31 @@ class TrackingEnvCfg:
     reset: ResetCfg = field(default_factory=ResetCfg)
     events: dict[str, EventTermCfg] = field(default_factory=default_events)
     sampling: SamplingCfg = field(default_factory=SamplingCfg)
+
+    def __post_init__(self) -> None:
+        for name, cls in (("robot", RobotSpec), ("sim", SimCfg), ("backend", BackendCfg),
+                          ("reset", ResetCfg), ("sampling", SamplingCfg)):  # fmt: skip
+            if not isinstance(getattr(self, name), cls):
+                raise ValueError(
+                    f"TrackingEnvCfg.{name} must be a {cls.__name__}, got "
+                    f"{getattr(self, name)!r}"
+                )
+        length = cv.real("TrackingEnvCfg.episode_length_s", self.episode_length_s, low=0.0,
+                         low_open=True)  # fmt: skip
+        if round(length / self.sim.control_dt) < 1:
+            raise ValueError(
+                f"TrackingEnvCfg.episode_length_s must be at least one control step "
+                f"({self.sim.control_dt:g} s), got {self.episode_length_s!r}"
+            )
+        _set(self, "episode_length_s", length)
+        cv.term_dict("TrackingEnvCfg.rewards", self.rewards, RewardTermCfg)
+        cv.term_dict("TrackingEnvCfg.terminations", self.terminations, TerminationTermCfg)
+        cv.term_dict("TrackingEnvCfg.events", self.events, EventTermCfg)
+        for name in ("state_estimation", "obs_noise"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(
+                    f"TrackingEnvCfg.{name} must be a bool, got {getattr(self, name)!r}"
+                )
 
     @classmethod
     def for_robot(cls, robot: RobotSpec, **overrides: Any) -> TrackingEnvCfg:

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from gym_motion import config_values as cv
 from gym_motion.kernels.dispatch import bind_builds, serial_rows_enabled
 from gym_motion.kernels.episode import count_down
 from gym_motion.managers.state import MDPState
@@ -43,12 +44,34 @@ class EventTermCfg:
         func: the term function. mode: `EventMode` or its value.
         params: keyword arguments of `func`.
         interval_s: (low, high) s between firings; required for (and only for) interval mode.
+
+    Raises:
+        ValueError: func not callable, an unknown mode, params not a dict with str keys,
+            interval_s given for another mode, missing for interval mode, or not a (low, high)
+            pair of finite numbers with 0 < low <= high (named).
     """
 
     func: Callable[..., None]
     mode: EventMode | str
     params: dict[str, Any] = field(default_factory=dict)
     interval_s: tuple[float, float] | None = None
+
+    def __post_init__(self) -> None:
+        cv.callable_("EventTermCfg.func", self.func)
+        modes = [m.value for m in EventMode]
+        if self.mode not in modes:
+            raise ValueError(f"EventTermCfg.mode must be one of {modes}, got {self.mode!r}")
+        cv.params("EventTermCfg.params", self.params)
+        if (self.mode == EventMode.INTERVAL) != (self.interval_s is not None):
+            raise ValueError(
+                "EventTermCfg.interval_s is required for interval mode only, got "
+                f"{self.interval_s!r} for mode {self.mode!r}"
+            )
+        if self.interval_s is not None:
+            interval = cv.interval("EventTermCfg.interval_s", self.interval_s)
+            if interval[0] <= 0.0:
+                raise ValueError(f"EventTermCfg.interval_s must be > 0 s, got {self.interval_s!r}")
+            object.__setattr__(self, "interval_s", interval)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from functools import partial
 import gymnasium as gym
 import numpy as np
 
+from gym_motion import config_values as cv
 from gym_motion.kernels import observations as k
 from gym_motion.kernels.dispatch import bind_builds, builds_of, serial_rows_enabled
 from gym_motion.managers.state import MDPState
@@ -101,11 +102,21 @@ def body_ori_b(s: MDPState, out: np.ndarray) -> Callable[[], None]:
 
 @dataclass(frozen=True)
 class ObsTermCfg:
-    """One observation term: its function, width and uniform noise half-width."""
+    """One observation term: its function, width and uniform noise half-width.
+
+    Raises:
+        ValueError: func not callable, dim not an integer >= 1, noise not a finite number
+            >= 0 (named).
+    """
 
     func: Callable[[MDPState, np.ndarray], None]
     dim: int
     noise: float = 0.0
+
+    def __post_init__(self) -> None:
+        cv.callable_("ObsTermCfg.func", self.func)
+        object.__setattr__(self, "dim", cv.integer("ObsTermCfg.dim", self.dim, low=1))
+        object.__setattr__(self, "noise", cv.real("ObsTermCfg.noise", self.noise, low=0.0))
 
 
 @dataclass(frozen=True)

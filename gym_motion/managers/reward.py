@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from gym_motion import config_values as cv
 from gym_motion.kernels import rewards as k
 from gym_motion.kernels.dispatch import bind_builds, builds_of, serial_rows_enabled
 from gym_motion.managers.state import MDPState
@@ -85,12 +86,21 @@ class RewardTermCfg:
     """One reward term: ``weight * func(state, out, **params) * dt``.
 
     ``params["bodies"]`` (tuple of tracked body names, or None for all) is resolved to
-    ``body_ids`` for the term function.
+    ``body_ids`` for the term function; a ``params["std"]`` must be a finite number > 0.
+
+    Raises:
+        ValueError: func not callable, weight not a finite number, params not a dict with str
+            keys, a bad ``std`` (named).
     """
 
     func: Callable[..., None]
     weight: float
     params: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        cv.callable_("RewardTermCfg.func", self.func)
+        object.__setattr__(self, "weight", cv.real("RewardTermCfg.weight", self.weight))
+        cv.params("RewardTermCfg.params", self.params)
 
 
 class RewardManager:

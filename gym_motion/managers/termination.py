@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from gym_motion import config_values as cv
 from gym_motion.kernels import terminations as k
 from gym_motion.kernels.dispatch import builds_of, serial_rows_enabled
 from gym_motion.managers.state import MDPState
@@ -46,10 +47,18 @@ def body_height(
 
 @dataclass(frozen=True)
 class TerminationTermCfg:
-    """One termination condition; ``params["bodies"]`` is resolved to ``body_ids``."""
+    """One termination condition; ``params["bodies"]`` is resolved to ``body_ids``.
+
+    Raises:
+        ValueError: func not callable, or params not a dict with str keys (named).
+    """
 
     func: Callable[..., None]
     params: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        cv.callable_("TerminationTermCfg.func", self.func)
+        cv.params("TerminationTermCfg.params", self.params)
 
 
 class TerminationManager:

@@ -141,3 +141,78 @@ def test_config_json_round_trips_a_user_term_of_an_imported_module():
     cfg = dataclasses.replace(TrackingEnvCfg(), rewards=rewards)
     back = TrackingEnvCfg.from_json(cfg.to_json())
     assert back.rewards["feet_height"].func is feet_height
+
+
+def _bad_configs():
+    """(build, message) pairs: each config value that used to pass silently or fail later
+    (ZeroDivisionError, NaN rewards, a kernel reading past a short range table)."""
+    from gym_motion.envs.config import ResetCfg, SamplingCfg, SimCfg
+    from gym_motion.managers import reward
+    from gym_motion.managers.events import EventTermCfg
+    from gym_motion.managers.observation import ObsTermCfg
+    from gym_motion.managers.termination import TerminationTermCfg
+
+    nan, inf = float("nan"), float("inf")
+    return [
+        (lambda: SimCfg(decimation=0), r"SimCfg.decimation must be an integer >= 1, got 0"),
+        (lambda: SimCfg(decimation=2.5), r"SimCfg.decimation must be an integer"),
+        (lambda: SimCfg(decimation="4"), r"SimCfg.decimation must be an integer"),
+        (lambda: SimCfg(physics_dt=0.0), r"SimCfg.physics_dt must be a finite number > 0"),
+        (lambda: SimCfg(physics_dt=nan), r"SimCfg.physics_dt"),
+        (lambda: SimCfg(self_contact_threshold=-1.0), r"SimCfg.self_contact_threshold"),
+        (lambda: ResetCfg(pose_range=((0.3, 0.3), (0.0, 0.0))), r"ResetCfg.pose_range must be 6"),
+        (lambda: ResetCfg(joint_pos_range=(nan, 0.0)), r"ResetCfg.joint_pos_range\[0\]"),
+        (lambda: ResetCfg(joint_pos_range=(0.1, -0.1)), r"low <= high"),
+        (lambda: SamplingCfg(bin_s=0.0), r"SamplingCfg.bin_s must be a finite number > 0"),
+        (lambda: SamplingCfg(ema_alpha=0.0), r"SamplingCfg.ema_alpha must be a finite number in"),
+        (lambda: SamplingCfg(mode="random"), r"SamplingCfg.mode must be one of"),
+        (lambda: TrackingEnvCfg(episode_length_s=0.0), r"episode_length_s must be a finite"),
+        (lambda: TrackingEnvCfg(episode_length_s=0.001), r"at least one control step"),
+        (lambda: TrackingEnvCfg(episode_length_s=inf), r"episode_length_s"),
+        (lambda: TrackingEnvCfg(rewards=None), r"TrackingEnvCfg.rewards must be a dict"),
+        (lambda: TrackingEnvCfg(sim=None), r"TrackingEnvCfg.sim must be a SimCfg"),
+        (lambda: RewardTermCfg(reward.anchor_pos, nan, {"std": 0.3}), r"RewardTermCfg.weight"),
+        (lambda: RewardTermCfg(reward.anchor_pos, "abc"), r"RewardTermCfg.weight"),
+        (lambda: RewardTermCfg(reward.anchor_pos, 1.0, {"std": 0.0}), r"\['std'\] must be"),
+        (lambda: RewardTermCfg(reward.anchor_pos, 1.0, {"std": -1.0}), r"\['std'\] must be"),
+        (lambda: RewardTermCfg(reward.body_pos, 1.0, {"std": 0.3, "bodies": ()}),
+         r"\['bodies'\] must be None .* or a non-empty tuple"),
+        (lambda: RewardTermCfg("anchor_pos", 1.0), r"RewardTermCfg.func must be a function"),
+        (lambda: TerminationTermCfg(print, None), r"TerminationTermCfg.params must be a dict"),
+        (lambda: EventTermCfg(print, "sometimes"), r"EventTermCfg.mode must be one of"),
+        (lambda: EventTermCfg(print, "interval"), r"interval_s is required for interval mode"),
+        (lambda: EventTermCfg(print, "interval", interval_s=(0.0, 1.0)), r"must be > 0 s"),
+        (lambda: ObsTermCfg(print, 0), r"ObsTermCfg.dim must be an integer >= 1"),
+        (lambda: ObsTermCfg(print, 3, nan), r"ObsTermCfg.noise"),
+        (lambda: BackendCfg(num_threads=0), r"BackendCfg.num_threads must be an integer >= 1"),
+        (lambda: BackendCfg(on_overflow="ignore"), r"BackendCfg.on_overflow"),
+        (lambda: TrackingVecEnv(2.7), r"num_envs must be an integer >= 1, got 2.7"),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", range(len(_bad_configs())))
+def test_bad_config_values_are_refused_by_name(case):
+    build, message = _bad_configs()[case]
+    with pytest.raises(ValueError, match=message):
+        build()
+
+
+def test_config_json_values_are_checked_as_they_are_read():
+    text = TrackingEnvCfg().to_json()
+    with pytest.raises(ValueError, match="SimCfg.decimation must be an integer"):
+        TrackingEnvCfg.from_json(text.replace('"decimation": 4', '"decimation": "4"'))
+    with pytest.raises(ValueError, match="RewardTermCfg.weight"):
+        TrackingEnvCfg.from_json(text.replace('"weight": 0.5', '"weight": "abc"', 1))
+    with pytest.raises(ValueError, match="TrackingEnvCfg.rewards must be a dict"):
+        start = text.index('"rewards": {')
+        end = text.index('"terminations"')
+        TrackingEnvCfg.from_json(text[:start] + '"rewards": null,\n  ' + text[end:])
+
+
+def test_checked_values_are_normalised_and_round_trip():
+    from gym_motion.envs.config import ResetCfg, SimCfg
+
+    sim = SimCfg(physics_dt=np.float64(0.005), decimation=np.int64(4))
+    assert type(sim.decimation) is int and sim == SimCfg()
+    reset = ResetCfg(joint_pos_range=[-0.1, 0.1])
+    assert reset.joint_pos_range == (-0.1, 0.1) and reset == ResetCfg()

@@ -115,7 +115,7 @@ def test_spec_follows_a_later_change_of_the_limit():
 
 
 def test_a_limit_below_one_is_refused():
-    with pytest.raises(ValueError, match="max_episode_steps must be >= 1, got 0"):
+    with pytest.raises(ValueError, match="max_episode_steps must be an integer >= 1, got 0"):
         TrackingVecEnv(1, max_episode_steps=0)
 
 
