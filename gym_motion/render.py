@@ -29,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import mujoco
@@ -313,6 +314,40 @@ class TrackingRenderer:
         if getattr(self, "_renderer", None) is not None:
             self._renderer.close()
             self._renderer = None
+
+
+class EnvFrames(Sequence):
+    """The frames of N envs posed as they were at one moment: a sequence of N (H, W, 3) uint8
+    arrays, each drawn on first read (then kept), as `TrackingVecEnv.render` returns them.
+
+    gymnasium's vector wrappers take one frame per env (``RecordVideo`` checks the length and,
+    with ``record_first_only``, reads only the first), so N envs cost only the frames read.
+
+    Args:
+        renderer: the `TrackingRenderer` that draws them (the env's; closing the env frees it,
+            after which unread frames raise RuntimeError).
+        robot_qpos, ghost_qpos: (N, 7 + J) float64 poses (`state_qpos`); ghost None without
+            a ghost.
+    """
+
+    def __init__(self, renderer: TrackingRenderer, robot_qpos: np.ndarray,
+                 ghost_qpos: np.ndarray | None):  # fmt: skip
+        self._renderer, self._robot, self._ghost = renderer, robot_qpos, ghost_qpos
+        self._frames: dict[int, np.ndarray] = {}
+
+    def __len__(self) -> int:
+        return len(self._robot)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        i = range(len(self))[index]  # IndexError out of range; negative indices count back
+        if i not in self._frames:
+            if self._renderer._renderer is None:
+                raise RuntimeError("the env that rendered these frames is closed")
+            ghost = None if self._ghost is None else self._ghost[i]
+            self._frames[i] = self._renderer.render(self._robot[i], ghost)
+        return self._frames[i]
 
 
 def _qpos_columns(model: mujoco.MjModel, robot: RobotSpec, prefix: str) -> np.ndarray:

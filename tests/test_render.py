@@ -102,7 +102,7 @@ def test_single_env_frame_shows_robot_and_ghost_moving_apart_under_zero_action(g
     assert np.linalg.norm(centroid(robot) - centroid(ghost)) > 10.0  # pixels of 160
 
 
-def test_vector_env_renders_its_first_envs_as_a_tuple(gl):
+def test_vector_env_renders_one_frame_per_env_drawn_when_read(gl):
     env = TrackingVecEnv(
         num_envs=3, seed=3, render_mode="rgb_array", render_envs=2, render_cfg=SMALL
     )
@@ -110,13 +110,59 @@ def test_vector_env_renders_its_first_envs_as_a_tuple(gl):
         env.render()
     env.reset()
     frames = env.render()
-    assert isinstance(frames, tuple) and len(frames) == 2
+    assert len(frames) == 3 and sorted(frames._frames) == [0, 1]  # the first render_envs
     assert all(f.shape == (120, 160, 3) and f.dtype == np.uint8 for f in frames)
-    # Reset noise and different start frames: env 0 and env 1 look different.
+    # Reset noise and different start frames: the envs look different.
     assert np.abs(frames[0].astype(int) - frames[1].astype(int)).mean() > 1.0
+    assert np.abs(frames[2].astype(int) - frames[1].astype(int)).mean() > 1.0
     again = env.render()
     assert all(np.array_equal(a, b) for a, b in zip(frames, again, strict=True))
+    # a frame read later shows the envs as they were at the call, not after a step
+    late = env.render()
+    env.step(np.full((3, 29), 0.5, np.float32))
+    assert np.array_equal(late[2], frames[2]) and np.array_equal(late[-1], late[2])
+    with pytest.raises(IndexError):
+        late[3]
+    unread = env.render()
     env.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        unread[2]
+    with pytest.raises(RuntimeError, match="closed"):
+        env.render()
+
+
+def test_gymnasium_vector_record_video_takes_the_frames(gl, tmp_path, monkeypatch):
+    """gymnasium's vector RecordVideo checks one frame per env; with record_first_only it
+    reads only the first, so the other envs are never drawn."""
+    import sys
+    import types
+
+    from gymnasium.wrappers.vector import RecordVideo
+
+    for name in ("moviepy", "moviepy.video", "moviepy.video.io",
+                 "moviepy.video.io.ImageSequenceClip"):  # not installed; never called here
+        stub = types.ModuleType(name)
+        stub.ImageSequenceClip = None
+        monkeypatch.setitem(sys.modules, name, stub)
+    env = TrackingVecEnv(num_envs=4, seed=0, render_mode="rgb_array", render_cfg=SMALL)
+    drawn, draw = [], TrackingRenderer.render
+
+    def counted(self, *args):
+        drawn.append(1)
+        return draw(self, *args)
+
+    monkeypatch.setattr(TrackingRenderer, "render", counted)
+    wrapped = RecordVideo(env, str(tmp_path), record_first_only=True, video_length=3)
+    written = []
+    monkeypatch.setattr(wrapped, "stop_recording", lambda: written.append(
+        list(wrapped.recorded_frames)))  # fmt: skip  (no moviepy needed)
+    wrapped.reset(seed=0)
+    for _ in range(3):
+        wrapped.step(np.zeros((4, 29), np.float32))
+    assert written and all(f.shape == (120, 160, 3) for f in written[0])
+    assert len(written[0]) == 4  # the reset frame and three steps
+    assert drawn == [1] * 4  # one frame drawn per render: env 0's, not all 4 envs'
+    wrapped.close()
 
 
 def test_render_without_a_mode_returns_none():

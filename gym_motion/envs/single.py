@@ -17,9 +17,10 @@ __all__ = ["ACTION_BOUND", "TrackingEnv"]
 class TrackingEnv(gym.Env):
     """One G1 tracking env for `gymnasium.make`, tools that want a `gymnasium.Env`, and viewers.
 
-    Takes the keyword arguments of `TrackingVecEnv` (except num_envs, autoreset_mode and
-    render_envs). Observations are the single-env slices; info values are the env's scalars;
-    the action space is the vector env's single action space. With ``render_mode="rgb_array"``,
+    Takes the keyword arguments of `TrackingVecEnv` (num_envs and render_envs only as 1; not
+    autoreset_mode, a vector-env setting: ValueError saying where it goes). Observations are
+    the single-env slices; info values are the env's scalars; the action space is the vector
+    env's single action space. With ``render_mode="rgb_array"``,
     `render` returns one (H, W, 3) uint8 frame: the robot and its reference ghost
     (`gym_motion.render`; ``render_cfg`` sets size, camera and colours).
 
@@ -32,9 +33,21 @@ class TrackingEnv(gym.Env):
     _spec: gym.envs.registration.EnvSpec | None = None  # see the `spec` property
 
     def __init__(self, **kwargs: Any):
-        kwargs.pop("num_envs", None)
-        kwargs.pop("autoreset_mode", None)
-        kwargs.pop("render_envs", None)
+        if kwargs.pop("autoreset_mode", None) is not None:
+            raise ValueError(
+                "autoreset_mode is a setting of the vector env, not of one env: with "
+                "gymnasium.make_vec(..., vectorization_mode='sync' or 'async') pass "
+                "vector_kwargs={'autoreset_mode': gymnasium.vector.AutoresetMode.SAME_STEP} "
+                "(or NEXT_STEP / DISABLED); with vectorization_mode='vector_entry_point' pass "
+                "autoreset_mode=... itself"
+            )
+        for name in ("num_envs", "render_envs"):
+            value = kwargs.pop(name, 1)
+            if value != 1:
+                raise ValueError(
+                    f"TrackingEnv is one env: {name} must be 1, got {value!r}; use "
+                    "TrackingVecEnv or gymnasium.make_vec for several"
+                )
         self.vec = TrackingVecEnv(num_envs=1, autoreset_mode=AutoresetMode.DISABLED, **kwargs)
         self.observation_space = self.vec.single_observation_space
         self.action_space = self.vec.single_action_space

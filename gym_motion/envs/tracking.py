@@ -15,6 +15,7 @@ from gymnasium.envs.registration import EnvSpec
 from gymnasium.error import ResetNeeded
 from gymnasium.vector import AutoresetMode, VectorEnv
 
+from gym_motion import config_values as cv
 from gym_motion.backends import make_backend
 from gym_motion.backends.threads import NumbaThreads
 from gym_motion.envs import info as infos
@@ -30,7 +31,14 @@ from gym_motion.managers.reward import RewardManager
 from gym_motion.managers.state import MDPState
 from gym_motion.managers.termination import TerminationManager
 from gym_motion.motion.library import MotionLibrary, Playback
-from gym_motion.render import RENDER_MODES, RenderCfg, TrackingRenderer, check_render_mode
+from gym_motion.render import (
+    RENDER_MODES,
+    EnvFrames,
+    RenderCfg,
+    TrackingRenderer,
+    check_render_mode,
+    state_qpos,
+)
 from gym_motion.robots.spec import body_ids
 
 # Actions are declared in [-ACTION_BOUND, ACTION_BOUND] (RL libraries such as SB3 need a bounded
@@ -106,12 +114,12 @@ class TrackingVecEnv(VectorEnv):
             clips are validated against it).
         backend_kwargs: backend settings of `BackendCfg` (``num_threads``, ``cpu_ids``,
             ``device``, ``nconmax``, ``njmax``, ``on_overflow``), over ``cfg.backend``.
-        render_mode: None or "rgb_array": `render` returns a tuple (as gymnasium's
-            `SyncVectorEnv`) of `render_envs` frames, (H, W, 3) uint8 each, of the first
-            `render_envs` envs: the robot and its reference pose as a translucent ghost, from a
-            camera on the anchor body (`gym_motion.render`). Needs an OpenGL context
-            (``MUJOCO_GL=egl`` without a display).
-        render_envs: how many envs `render` draws (the first ones), 1 .. num_envs.
+        render_mode: None or "rgb_array": `render` returns one frame per env (as gymnasium's
+            `SyncVectorEnv`), (H, W, 3) uint8 each: the robot and its reference pose as a
+            translucent ghost, from a camera on the anchor body (`gym_motion.render`). Needs
+            an OpenGL context (``MUJOCO_GL=egl`` without a display).
+        render_envs: how many frames `render` draws at once (the first envs'), 1 .. num_envs;
+            the others are drawn when first read.
         render_cfg: frame size, camera and colours (`gym_motion.render.RenderCfg`).
         motion_playback: how clip files play (`gym_motion.motion.Playback`): "real_time"
             (default, resampled to the control rate) or "frame_per_step" (one file frame per
@@ -164,8 +172,7 @@ class TrackingVecEnv(VectorEnv):
         motion_playback: Playback | str = Playback.REAL_TIME,
         action_bound: float | None = ACTION_BOUND,
     ):
-        if num_envs < 1:
-            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        num_envs = cv.integer("num_envs", num_envs, low=1)
         if obs_mode not in ("policy", "dict"):
             raise ValueError(f"obs_mode must be 'policy' or 'dict', got {obs_mode!r}")
         if action_bound is not None and not action_bound > 0:
@@ -175,7 +182,7 @@ class TrackingVecEnv(VectorEnv):
             state_estimation, model_path, backend, backend_kwargs
         )
         robot = cfg.robot
-        self.num_envs = n = int(num_envs)
+        self.num_envs = n = num_envs
         self.autoreset_mode = _autoreset_mode(autoreset_mode)
         self.metadata = {**self.metadata, "autoreset_mode": self.autoreset_mode}
         self.obs_mode = obs_mode
@@ -186,8 +193,8 @@ class TrackingVecEnv(VectorEnv):
         self.render_cfg = render_cfg or RenderCfg()
         self._renderer: TrackingRenderer | None = None  # made by the first `render`
         self.dt = cfg.sim.control_dt
-        if max_episode_steps is not None and max_episode_steps < 1:
-            raise ValueError(f"max_episode_steps must be >= 1, got {max_episode_steps}")
+        if max_episode_steps is not None:
+            max_episode_steps = cv.integer("max_episode_steps", max_episode_steps, low=1)
         self.max_episode_steps = int(max_episode_steps or round(cfg.episode_length_s / self.dt))
         self.metadata["render_fps"] = round(1.0 / self.dt)
         self._seed = seed
@@ -253,13 +260,19 @@ class TrackingVecEnv(VectorEnv):
         """Reset all envs (or, in DISABLED mode, the rows of ``options["reset_mask"]``).
 
         ``seed`` (int) re-seeds every random stream: sampling, reset noise, observation noise,
-        domain randomisation. Returns (observation, info); arrays belong to the caller.
+        domain randomisation; the constructor's seed stands in for it on the first reset only.
+        Returns (observation, info); arrays belong to the caller. After a masked reset the
+        observation rows of the envs not reset are those the last step returned (as
+        gymnasium's `SyncVectorEnv`).
 
         Raises:
             ValueError: a reset mask of the wrong shape, or a list of seeds.
         """
-        if seed is None and self._seed is not None:
-            seed, self._seed = self._seed, None
+        if self.closed:
+            raise RuntimeError("TrackingVecEnv is closed: make a new env")
+        pending, self._seed = self._seed, None  # the constructor's seed: first reset only
+        if seed is None:
+            seed = pending
         if isinstance(seed, Sequence):
             raise ValueError("TrackingVecEnv takes one int seed for all envs, not a list")
         mask = None if options is None else options.get("reset_mask")
@@ -274,6 +287,10 @@ class TrackingVecEnv(VectorEnv):
             if mask.shape != (self.num_envs,) or mask.dtype != np.bool_:
                 raise ValueError(f"reset_mask must be a bool array of shape ({self.num_envs},)")
             ids = np.flatnonzero(mask)
+        kept = {}  # group -> the observation rows last returned to the envs not reset
+        if mask is not None and self._was_reset:
+            groups = ("policy",) if self.obs_mode == "policy" else tuple(self.observations.buffers)
+            kept = {g: self.observations.buffers[g][~mask] for g in groups}
         self._needs_reset[ids] = False
         self._num_needs_reset = int(np.count_nonzero(self._needs_reset))
         self._start_episodes(ids)
@@ -281,7 +298,10 @@ class TrackingVecEnv(VectorEnv):
         self.backend.copy_body_state_w(self.state.robot)
         self.command.refresh()
         self._was_reset = True
-        return self._observation(), {}
+        obs = self._observation()
+        for group, rows in kept.items():
+            (obs[group] if self.obs_mode == "dict" else obs)[~mask] = rows
+        return obs, {}
 
     @_on_batch_threads
     def step(self, actions: np.ndarray):
@@ -293,13 +313,17 @@ class TrackingVecEnv(VectorEnv):
         Raises:
             ValueError: wrong shape, values not finite as float32, or joint targets beyond
                 +-1e10 rad (MuJoCo's mjMAXVAL; the offending rows are named).
-            RuntimeError: `reset` was not called first.
+            RuntimeError: `reset` was not called first, or the env is closed.
             gymnasium.error.ResetNeeded: DISABLED mode, and envs that terminated or truncated
                 were not reset (``reset(options={"reset_mask": mask})``) since (the envs are
                 named; as gymnasium's SyncVectorEnv, which refuses such a step).
         """
-        if not self._was_reset:
-            raise RuntimeError("TrackingVecEnv: call reset() before step()")
+        if not self._was_reset or self.closed:
+            raise RuntimeError(
+                "TrackingVecEnv is closed: make a new env"
+                if self.closed
+                else "TrackingVecEnv: call reset() before step()"
+            )
         s, n, mode = self.state, self.num_envs, self.autoreset_mode
         if mode is AutoresetMode.DISABLED and self._num_needs_reset:
             ended = np.flatnonzero(self._needs_reset).tolist()
@@ -390,31 +414,44 @@ class TrackingVecEnv(VectorEnv):
         self._lap("observation", t)
         return obs, reward, terminated, truncated, info
 
-    def render(self) -> tuple[np.ndarray, ...] | None:
-        """Frames of the first `render_envs` envs with ``render_mode="rgb_array"``: a tuple of
-        (H, W, 3) uint8 arrays (new each call); None (with gymnasium's warning) without a
-        render mode. The first call makes the OpenGL context (`TrackingRenderer`).
+    def render(self) -> EnvFrames | None:
+        """One frame per env with ``render_mode="rgb_array"`` (as gymnasium's `SyncVectorEnv`,
+        whose vector wrappers such as ``RecordVideo`` need one per env): an `EnvFrames`
+        sequence of N (H, W, 3) uint8 arrays of the envs as they are now. The first
+        `render_envs` are drawn at once, the others when first read (a frame costs ~20 ms of
+        CPU). None (with gymnasium's warning) without a render mode. The first call makes the
+        OpenGL context (`TrackingRenderer`).
 
         Raises:
-            RuntimeError: `reset` was not called first, or no OpenGL context could be made.
+            RuntimeError: `reset` was not called first, the env is closed, or no OpenGL
+                context could be made.
         """
         if self.render_mode is None:
             gym.logger.warn("TrackingVecEnv.render() without a render_mode returns None")
             return None
+        if self.closed:
+            raise RuntimeError("TrackingVecEnv is closed: make a new env")
         if not self._was_reset:
             raise RuntimeError("TrackingVecEnv: call reset() before render()")
         if self._renderer is None:
             self._renderer = TrackingRenderer(self.cfg.robot, self.render_cfg)
-        return tuple(self._renderer.render_state(self.state, i) for i in range(self.render_envs))
+        s, ids = self.state, np.arange(self.num_envs)
+        ghost = state_qpos(s.ref, s.root, ids) if self.render_cfg.ghost else None
+        frames = EnvFrames(self._renderer, state_qpos(s.robot, s.root, ids), ghost)
+        for i in range(self.render_envs):
+            frames[i]
+        return frames
 
     def close(self, **kwargs: Any) -> None:
-        """Release the backend's threads and memory, and the renderer's OpenGL context."""
+        """Release the backend's threads and memory, and the renderer's OpenGL context; sets
+        `closed` (idempotent). `reset` and `step` then raise RuntimeError."""
         if getattr(self, "_renderer", None) is not None:
             self._renderer.close()
             self._renderer = None
         if getattr(self, "backend", None) is not None:
             self.backend.close()
             self.backend = None
+        self.closed = True
 
     # gymnasium's vector `call` / `get_attr` / `set_attr` (as SyncVectorEnv's, which RL libraries
     # call: skrl's trainer renders through call("render")). The N envs are one object here.

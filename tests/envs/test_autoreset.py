@@ -109,3 +109,58 @@ def test_single_env_asks_for_reset_after_its_episode_ended():
     _, _, term, trunc, info = env.step(zeros(1)[0])
     assert not (term or trunc) and "final/length" not in info
     env.close()
+
+
+@pytest.mark.parametrize("obs_mode", ["policy", "dict"])
+def test_masked_reset_returns_the_last_observation_of_the_envs_it_does_not_reset(obs_mode):
+    """As gymnasium's SyncVectorEnv: rows outside the mask keep what the last step returned
+    (with the training config's observation noise, a fresh draw would differ)."""
+    env = TrackingVecEnv(4, autoreset_mode="disabled", obs_mode=obs_mode)
+    env.reset(seed=0)
+    for _ in range(3):
+        stepped, *_ = env.step(zeros(4))
+    mask = np.array([True, False, True, False])
+    obs, _ = env.reset(options={"reset_mask": mask})
+    for group in (stepped if obs_mode == "dict" else {"policy": None}):
+        before = stepped[group] if obs_mode == "dict" else stepped
+        after = obs[group] if obs_mode == "dict" else obs
+        np.testing.assert_array_equal(after[~mask], before[~mask])
+        assert not np.array_equal(after[mask], before[mask])
+    env.close()
+
+
+def test_the_constructor_seed_is_used_by_the_first_reset_only():
+    built = TrackingVecEnv(2, seed=3)
+    first, _ = built.reset()  # the constructor's seed stands in
+    plain = TrackingVecEnv(2)
+    np.testing.assert_array_equal(first, plain.reset(seed=3)[0])
+    # a first reset with its own seed uses that one; later seedless resets never rewind
+    built.reset(seed=5)
+    for _ in range(5):
+        built.step(zeros(2))
+    again, _ = built.reset()
+    assert not np.array_equal(again, plain.reset(seed=3)[0])
+    assert not np.array_equal(again, plain.reset(seed=5)[0])
+    for env in (built, plain):
+        env.close()
+
+
+def test_a_closed_env_says_so():
+    env = TrackingVecEnv(1)
+    env.reset(seed=0)
+    assert not env.closed
+    env.close()
+    env.close()  # idempotent
+    assert env.closed
+    for call in (lambda: env.step(zeros(1)), env.reset):
+        with pytest.raises(RuntimeError, match="closed"):
+            call()
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_autoreset_mode_for_per_env_vectorisation_is_refused_with_where_it_goes(mode):
+    with pytest.raises(ValueError, match=r"vector_kwargs=\{'autoreset_mode'"):
+        gym.make_vec("GymMotion/G1-Tracking-v0", num_envs=2, vectorization_mode=mode,
+                     autoreset_mode="same_step")  # fmt: skip
+    with pytest.raises(ValueError, match="TrackingEnv is one env: num_envs must be 1, got 3"):
+        TrackingEnv(num_envs=3)
