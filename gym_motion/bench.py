@@ -38,6 +38,8 @@ import mujoco.batch
 import mujoco.rollout
 import numpy as np
 
+from gym_motion.atomic import write_json
+
 REPEATS = 10  # windows of env steps (each paired with its bare replays) per N
 RESET_EVERY = 50  # control steps between re-initialisations of `physics_only_steps_per_s`
 _FULLPHYSICS = int(mujoco.mjtState.mjSTATE_FULLPHYSICS)
@@ -494,10 +496,7 @@ def run(
                 print(format_result(r), flush=True)
             results.append(r)
     if json_path:
-        tmp = f"{json_path}.tmp{os.getpid()}"
-        with open(tmp, "w") as f:
-            json.dump(results if len(results) > 1 else results[0], f, indent=2)
-        os.replace(tmp, json_path)
+        write_json(json_path, results if len(results) > 1 else results[0])
     return results
 
 

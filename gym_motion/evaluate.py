@@ -63,6 +63,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from gym_motion.atomic import write_json
+
 __all__ = [
     "METRICS",
     "BindablePolicy",
@@ -545,24 +547,8 @@ def _run_cli(args: argparse.Namespace) -> int:
     if path is None:
         print("results not written (no --json)")
         return 0
-    write_json(result, path)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    write_json(path, result)
     print(f"wrote {path}")
     return 0
 
-
-def write_json(obj: Any, path: str | os.PathLike) -> None:
-    """Write `obj` as indented JSON to `path` atomically (a temporary file in the same folder,
-    then ``os.replace``); creates missing parent folders."""
-    import tempfile
-
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(obj, f, indent=2)
-        os.replace(tmp, target)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise

@@ -26,12 +26,13 @@ import importlib
 import io
 import json
 import os
-import tempfile
 import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from gym_motion.atomic import write_bytes
 
 __all__ = ["EXPORTERS", "OPSET", "export_run", "register_cli", "run_task_cfg"]
 
@@ -183,7 +184,8 @@ def export_run(
     diff = None
     if check:
         diff = _check(module, data, dim)
-    _write_atomic(Path(path), data)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    write_bytes(path, data)
     return {
         "path": str(path),
         "library": library,
@@ -211,19 +213,6 @@ def _check(module, data: bytes, dim: int) -> float | None:
     if not diff <= CHECK_TOL:
         raise RuntimeError(f"ONNX actions differ from torch's by {diff:.3g} (> {CHECK_TOL})")
     return diff
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 # ---------------------------------------------------------------------------------------------

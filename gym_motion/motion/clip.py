@@ -16,7 +16,6 @@ Example:
 from __future__ import annotations
 
 import os
-import tempfile
 import warnings
 import zipfile
 from dataclasses import dataclass, field, replace
@@ -25,6 +24,7 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
+from gym_motion.atomic import atomic_file
 from gym_motion.motion import _kinematics, _quat
 from gym_motion.motion.formats import FileKind, sniff, unsupported_message
 from gym_motion.robots.spec import RobotSpec
@@ -242,31 +242,9 @@ def save_clip(clip: MotionClip, path: str | os.PathLike) -> Path:
     }
     for key in ARRAY_KEYS:
         entries[key] = np.ascontiguousarray(getattr(clip, key), dtype=np.float32)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
-    try:
-        os.chmod(tmp, _file_mode(path))
-        with os.fdopen(fd, "wb") as f:
-            _write_npz(f, entries)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    with atomic_file(path, "wb") as f:
+        _write_npz(f, entries)
     return path
-
-
-def _file_mode(path: Path) -> int:
-    """Mode of the file being replaced, or the umask default for a new file."""
-    try:
-        return path.stat().st_mode & 0o777
-    except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
 
 
 def _write_npz(fileobj, entries: dict[str, np.ndarray]) -> None:

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import math
 import platform
 import sys
@@ -55,6 +54,7 @@ from gym_motion.adapters.run import (
     task_cfg,
     train_motions,
 )
+from gym_motion.atomic import write_json
 
 # rsl_rl, torch and matplotlib are imported inside the functions that use them: the command line
 # imports this module to add its options to `gym-motion train`.
@@ -317,7 +317,7 @@ def train(config: TrainConfig) -> dict[str, Any]:
     if main:
         resolved = resolved_config(config, motions, env)
         resolved["ranks"] = world
-        (out / "config.json").write_text(json.dumps(resolved, indent=2))
+        write_json(out / "config.json", resolved)
 
     cfg = runner_cfg(config.ppo, config.obs_mode)
     runner = OnPolicyRunner(env, cfg, str(out) if main else None, config.device)
@@ -379,7 +379,7 @@ def train(config: TrainConfig) -> dict[str, Any]:
     if runner.logger.writer is not None:
         runner.logger.writer.close()
     env.close()
-    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    write_json(out / "summary.json", summary)
     return summary
 
 

@@ -30,7 +30,6 @@ docs/measurements.md, not the default.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import platform
 import sys
@@ -56,6 +55,7 @@ from gym_motion.adapters.run import (
     task_cfg,
     train_motions,
 )
+from gym_motion.atomic import write_json
 
 # SB3, torch and matplotlib are imported inside the functions that use them: the command line
 # imports this module to register `gym-motion train`, and must start fast, and without them.
@@ -397,7 +397,7 @@ def train(config: TrainConfig) -> dict[str, Any]:
     print(f"gym-motion train: run folder {out}", flush=True)
     before = evaluate_policy_on_clips(motions, None, **eval_kw)  # also validates the clips
     out.mkdir(parents=True, exist_ok=True)
-    (out / "config.json").write_text(json.dumps(resolved_config(config, motions), indent=2))
+    write_json(out / "config.json", resolved_config(config, motions))
 
     venv = make_env(config, motions)
     model, schedule = make_model(config, venv)
@@ -458,7 +458,7 @@ def train(config: TrainConfig) -> dict[str, Any]:
             summary["video"] = _final_video(out / "final_eval.mp4", model_policy(model, venv),
                                            motions[0], config)  # fmt: skip
     venv.close()
-    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    write_json(out / "summary.json", summary)
     return summary
 
 

@@ -1,0 +1,65 @@
+"""Atomic file writes: every file gym_motion writes (clips, ONNX, JSON results) goes through
+`atomic_file`, so a crash or Ctrl-C leaves the old file or the new one, never half a file, and
+the new file gets the permissions a plain ``open(path, "w")`` would give it."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+
+@contextmanager
+def atomic_file(path: str | os.PathLike, mode: str = "wb") -> Iterator[IO]:
+    """Open a temporary file beside `path` for writing (`mode` "wb" or "w"); when the block
+    ends without an exception it is flushed, fsynced and renamed over `path` (``os.replace``)
+    with the mode bits of the file it replaces, or the umask's default for a new file
+    (``tempfile.mkstemp`` alone would leave 0600). On an exception the temporary file is
+    deleted and `path` is left as it was.
+
+    Raises:
+        FileNotFoundError: the folder of `path` does not exist.
+    """
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.chmod(tmp, _file_mode(path))
+        with os.fdopen(fd, mode) as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+    """Write `data` to `path` atomically (`atomic_file`); returns the path."""
+    with atomic_file(path, "wb") as f:
+        f.write(data)
+    return Path(path)
+
+
+def write_json(path: str | os.PathLike, obj: Any) -> Path:
+    """Write `obj` as indented JSON to `path` atomically (`atomic_file`); returns the path."""
+    with atomic_file(path, "w") as f:
+        json.dump(obj, f, indent=2)
+    return Path(path)
+
+
+def _file_mode(path: Path) -> int:
+    """Mode bits of the file being replaced, or the umask's default for a new file."""
+    try:
+        return path.stat().st_mode & 0o777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
