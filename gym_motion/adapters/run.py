@@ -72,9 +72,10 @@ def reset_noise_scale(progress: float, ramp: float) -> float:
 
 
 def train_motions(motion: list[str]) -> list[str]:
-    """The run's clip paths as strings; none given: the embedded default motion."""
+    """The run's clip paths as absolute path strings (so `eval`, `render` and `export` find
+    them from any folder); none given: the embedded default motion."""
     if motion:
-        return [str(m) for m in motion]
+        return [str(Path(m).resolve()) for m in motion]
     from gym_motion.motion import DEFAULT_MOTION_PATH
 
     return [str(DEFAULT_MOTION_PATH)]

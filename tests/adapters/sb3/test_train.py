@@ -238,3 +238,14 @@ def test_training_sampling_follows_the_config():
         venv = make_env(TrainConfig(num_envs=2, sampling=mode), [str(DEFAULT_MOTION_PATH)])
         assert venv.unwrapped.venv.command.sampler.mode == mode
         venv.close()
+
+
+def test_run_motions_are_recorded_as_absolute_paths(tmp_path, monkeypatch):
+    """`eval`, `render` and `export` read the clips from the run's config.json, from any
+    folder: a path relative to where training started was not found elsewhere."""
+    from gym_motion.adapters.run import train_motions
+
+    monkeypatch.chdir(tmp_path)
+    assert train_motions(["clips/jazz.npz", str(tmp_path / "b.npz")]) == [
+        str(tmp_path / "clips" / "jazz.npz"), str(tmp_path / "b.npz"),
+    ]  # fmt: skip
