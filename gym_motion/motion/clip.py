@@ -57,6 +57,7 @@ _BODY_VEC_SIZE = {"body_pos_w": 3, "body_quat_w": 4, "body_lin_vel_w": 3, "body_
 QUAT_NORM_TOL = 1e-3  # |norm - 1| above this is an error
 KINEMATIC_TOL = 1e-2  # m, FK of root pose + joints vs stored body positions
 KINEMATIC_SAMPLES = 16  # evenly spaced frames checked by FK
+MOVING_TOL = 1e-3  # m, rad or quaternion units: a pose key moving more than this needs velocities
 MIN_ROOT_HEIGHT = 0.0  # m, the root body origin below the floor plane is an error
 JOINT_LIMIT_TOL = 1e-3  # rad beyond the joint range before a warning
 MAX_JOINT_JUMP = 0.5  # rad between consecutive frames before a warning
@@ -459,6 +460,30 @@ def validate_clip(
     if warn:
         _warn_joint_limits(clip, model, source)
         _warn_joint_jumps(clip, source)
+        missing = missing_velocities(clip)
+        if missing:
+            warnings.warn(
+                f"{source}: {', '.join(missing)} zero in every frame while the motion moves: the "
+                "file carries no velocities, so the velocity rewards and observations would "
+                f"track zero; `gym-motion convert {source} -o clip.npz` recomputes them from the "
+                "poses",
+                stacklevel=3,
+            )
+
+
+def missing_velocities(clip: MotionClip) -> list[str]:
+    """The velocity keys of `clip` that are zero in every frame while what they differentiate
+    moves (joint_pos or body_pos_w by more than ``MOVING_TOL``, body_quat_w likewise): files
+    that carry poses only (e.g. some mjlab/Unitree npz exports)."""
+    moves = {
+        "joint_vel": clip.joint_pos,
+        "body_lin_vel_w": clip.body_pos_w,
+        "body_ang_vel_w": clip.body_quat_w,
+    }
+    return [
+        key for key, pose in moves.items()
+        if not np.any(getattr(clip, key)) and np.ptp(pose, axis=0).max() > MOVING_TOL
+    ]  # fmt: skip
 
 
 def _scalar(value: np.ndarray, key: str, src: str) -> float:

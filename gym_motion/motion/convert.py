@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import warnings
 from pathlib import Path
 
 import numpy as np
 
 from gym_motion.motion import _kinematics, _quat, gmr
-from gym_motion.motion.checks import check_motion, warn_motion_checks
+from gym_motion.motion.checks import MotionCheckWarning, check_motion, warn_motion_checks
 from gym_motion.motion.clip import (
     ARRAY_KEYS,
     KINEMATIC_SAMPLES,
@@ -40,6 +41,7 @@ from gym_motion.motion.clip import (
     MotionFormatError,
     check_fps,
     load_clip,
+    missing_velocities,
     rates_equal,
     resample_grid,
     save_clip,
@@ -455,8 +457,25 @@ def convert_motion(
             qpos, src, fps, output_fps, frame_range, robot, progress, checks, out_path
         )
     if found.kind is FileKind.NPZ:
-        clip = load_clip(path, robot)
+        with warnings.catch_warnings():  # said below, with what convert does about it
+            warnings.filterwarnings("ignore", message=".*the file carries no velocities")
+            clip = load_clip(path, robot)
         _check_input_fps(input_fps, clip.fps, src)
+        missing = missing_velocities(clip)
+        if missing:  # poses only: rebuilt from qpos as a CSV would be
+            warnings.warn(
+                f"{src}: {', '.join(missing)} zero in every frame while the motion moves: "
+                "velocities recomputed from the poses (as for a CSV)",
+                MotionCheckWarning,
+                stacklevel=2,
+            )
+            root = clip.body_index(robot.root_body)
+            qpos = np.concatenate(
+                [clip.body_pos_w[:, root], clip.body_quat_w[:, root], clip.joint_pos], axis=1
+            ).astype(np.float64)
+            return _qpos_to_clip(
+                qpos, src, clip.fps, output_fps, frame_range, robot, progress, checks, out_path
+            )
         if frame_range is not None:
             first, stop = _frame_range(frame_range, clip.num_frames, src)
             clip = dataclasses.replace(

@@ -9,6 +9,7 @@ from gym_motion.cli import main
 from gym_motion.motion import MotionFormatError, convert_csv, load_clip
 from gym_motion.motion._quat import angular_velocity
 from gym_motion.motion.clip import resample_grid
+from gym_motion.motion.convert import convert_motion
 
 
 def _quat_error(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -187,3 +188,20 @@ def test_convert_refuses_outputs_that_cannot_take_the_clip(tmp_path, capsys):
         assert main(["convert", str(csv), "-o", str(out), "--input-fps", "50"]) != 0
         assert "error: output" in capsys.readouterr().err
     assert csv.read_bytes() == before
+
+
+def test_an_npz_without_velocities_is_flagged_and_convert_recomputes_them(motions_dir, tmp_path):
+    """The 50 fps Unitree gangnam npz stores zero body velocities: loading warns (the velocity
+    rewards would track zero), and convert rebuilds them from the poses as from the CSV."""
+    npz = motions_dir / "unitree_gangnam_style_50fps.npz"
+    with pytest.warns(UserWarning, match="body_lin_vel_w, body_ang_vel_w zero in every frame"):
+        load_clip(npz)
+    with pytest.warns(UserWarning, match="velocities recomputed from the poses"):
+        clip = convert_motion(npz, tmp_path / "g.npz", checks=False)
+    from_csv = convert_csv(
+        motions_dir / "unitree_gangnam_style_60fps.csv", input_fps=60, output_fps=50, checks=False
+    )
+    assert clip.num_frames == from_csv.num_frames == 1618
+    for key in ("joint_vel", "body_lin_vel_w", "body_ang_vel_w"):
+        np.testing.assert_allclose(getattr(clip, key), getattr(from_csv, key), atol=2e-3)
+    assert np.abs(clip.body_lin_vel_w).max() > 1.0
