@@ -296,8 +296,9 @@ def evaluate(
     "model", "zero", or the policy's ``policy_name`` attribute ("onnx" for an `OnnxPolicy`).
 
     Raises:
-        ValueError: an unknown policy name, ``"model"`` without a run folder, or a policy that
-            cannot run in the env (`BindablePolicy.bind`).
+        ValueError: an unknown policy name, ``"model"`` without a run folder, a
+            `state_estimation` other than the run's, or a policy that cannot run in the env
+            (`BindablePolicy.bind`).
     """
     config: dict[str, Any] = {}
     act: Policy | BindablePolicy | None = None
@@ -314,6 +315,14 @@ def evaluate(
     if not config and run_dir is not None and (Path(run_dir) / "config.json").is_file():
         config = json.loads((Path(run_dir) / "config.json").read_text())
     train_cfg = config.get("train", {})
+    trained = train_cfg.get("state_estimation") if policy == "model" else None
+    if state_estimation is not None and trained is not None and state_estimation != trained:
+        raise ValueError(
+            f"the run {run_dir} was trained with state_estimation={trained} "
+            f"({160 if trained else 154}-value policy observation) but "
+            f"state_estimation={state_estimation} was asked (e.g. by --env-id); leave it out "
+            "to use the run's"
+        )
     if state_estimation is None:
         state_estimation = train_cfg.get(
             "state_estimation", getattr(policy, "state_estimation", True)

@@ -132,6 +132,13 @@ def test_eval_cli_on_the_run(tiny_run, capsys):
         assert key in clip
 
 
+def test_eval_refuses_an_env_id_whose_observation_the_run_was_not_trained_on(tiny_run, capsys):
+    argv = ["eval", "--model", str(tiny_run), "--env-id", "GymMotion/G1-Tracking-NoStateEst-v0"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "trained with state_estimation=True (160-value policy observation)" in err
+
+
 def test_ctrl_c_saves_a_checkpoint(tmp_path, monkeypatch):
     from stable_baselines3 import PPO
 
