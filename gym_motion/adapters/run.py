@@ -183,7 +183,7 @@ def plot_curves(
         pts = [(h["timesteps"], h[key]) for h in rows if key in h]
         if pts:
             x, y = zip(*pts, strict=True)
-            ax.plot(x, y, lw=1.2)
+            ax.plot(x, y, lw=1.2, marker="o" if len(x) < 30 else None, ms=3)
         ax.set_title(title)
         ax.set_xlabel("env steps")
         ax.grid(alpha=0.3)

@@ -225,7 +225,8 @@ class WallClockBudget(BaseCallback):
 class PeriodicEvaluation(BaseCallback):
     """Runs `evaluate` (e.g. `gym_motion.evaluate.evaluate_policy_on_clips` of the current
     deterministic policy, clips from their start) at the first rollout end after every
-    `every_steps` env steps, and once more at the end of training.
+    `every_steps` env steps but the last rollout's, and at the end of training (the final
+    policy: a rollout end comes before that rollout's update).
 
     Logs ``eval/episode_length`` (steps), ``eval/success_rate``, ``eval/mpkpe_mm`` and
     ``eval/tracking_reward_per_clip_step`` (keys of the result's ``"mean"``); ``history`` keeps
@@ -251,6 +252,7 @@ class PeriodicEvaluation(BaseCallback):
         self.dump = bool(dump)  # write the row at once (off-policy runs dump only on request)
         self._evaluate = evaluate
         self._next = self.every_steps
+        self._total: int | None = None
         self.history: list[dict[str, float]] = []
 
     def _run(self) -> None:
@@ -262,15 +264,18 @@ class PeriodicEvaluation(BaseCallback):
         if self.dump:
             self.logger.dump(self.num_timesteps)
 
+    def _on_training_start(self) -> None:
+        self._total = self.locals.get("total_timesteps")
+
     def _on_step(self) -> bool:
         return True
 
     def _on_rollout_end(self) -> None:
-        if self.num_timesteps >= self._next:
+        last = self._total is not None and self.num_timesteps >= self._total
+        if self.num_timesteps >= self._next and not last:  # the last one: _on_training_end
             self._run()
             while self._next <= self.num_timesteps:
                 self._next += self.every_steps
 
     def _on_training_end(self) -> None:
-        if not self.history or self.history[-1]["timesteps"] < self.num_timesteps:
-            self._run()
+        self._run()

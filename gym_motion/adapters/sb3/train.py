@@ -433,8 +433,9 @@ def train(config: TrainConfig) -> dict[str, Any]:
         interrupted = True
         print("\ngym-motion train: interrupted; saving a checkpoint", file=sys.stderr)
     wall = time.perf_counter() - t0
-    if sac and model.logger.name_to_value:
-        model.logger.dump(model.num_timesteps)  # the final evaluation's row, if not yet out
+    if model.logger.name_to_value:  # the last update's and the final evaluation's row
+        model.logger.record("time/total_timesteps", model.num_timesteps, exclude="tensorboard")
+        model.logger.dump(model.num_timesteps)
     model.save(out / "model.zip")
     venv.save(str(out / "vecnormalize.pkl"))
     plot_curves(log_cb.history, out / "training_curves.png", evals.history if evals else [])

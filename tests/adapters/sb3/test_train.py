@@ -95,15 +95,20 @@ def test_train_writes_the_run_folder(tiny_run):
                 "sampling/entropy", "train/approx_kl", "curriculum/reset_noise_scale"):  # fmt: skip
         assert key in header, key
     with open(tiny_run / "progress.csv") as f:
-        scales = [float(row["curriculum/reset_noise_scale"]) for row in csv.DictReader(f)]
+        rows = list(csv.DictReader(f))
+    scales = [float(r["curriculum/reset_noise_scale"]) for r in rows[:-1]]
     # 3 rollouts of 96 steps over a 200-step budget, ramp over its first half
     assert scales == [0.0, 0.96, 1.0]
     with open(tiny_run / "progress.csv") as f:
         rows = list(csv.DictReader(f))
-    # periodic deterministic evaluations at the first rollout ends past 100 and 200 steps
+    # a periodic deterministic evaluation at the first rollout end past 100 steps; the one
+    # past 200 is the last rollout's, whose update follows: the final evaluation after it,
+    # in a last row with that update's train/* values
     evals = [(int(r["time/total_timesteps"]), float(r["eval/episode_length"]))
              for r in rows if r.get("eval/episode_length")]  # fmt: skip
     assert [t for t, _ in evals] == [192, 288]
+    assert rows[-1]["eval/episode_length"] and rows[-1]["train/approx_kl"]
+    assert not rows[-2]["eval/episode_length"]
     assert all(0 < length <= 400 for _, length in evals)  # the 8 s default clip
 
 
@@ -205,8 +210,10 @@ def test_sac_run_logs_evaluates_and_exports(tmp_path, monkeypatch, capsys):
     with open(out / "progress.csv") as f:
         rows = list(csv.DictReader(f))
     # a row per 256 env steps (64 vector steps of 4 envs), the evaluations in them
-    assert len(rows) >= 4 and all(r["train/ent_coef"] for r in rows[1:])
+    assert len(rows) >= 4 and all(r["train/ent_coef"] for r in rows[1:-1])
+    # one periodic evaluation, and the final policy's in the last row
     assert [r["eval/episode_length"] != "" for r in rows].count(True) == 2
+    assert rows[-1]["eval/episode_length"] and not rows[-2]["eval/episode_length"]
     assert all(float(r["episode/length"]) > 0 for r in rows if r["episode/length"])
     assert evaluate(out)["mean"] == pytest.approx(summary["after"]["mean"])
 
