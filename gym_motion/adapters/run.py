@@ -12,11 +12,16 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "INTERRUPTED",
+    "interruptible",
     "TRAIN_SAMPLING",
     "after_vs_before",
     "check_sampling",
@@ -112,6 +117,22 @@ STOP_REASONS = {
     "max_minutes": "; stopped by the --max-minutes budget before --total-steps",
     "interrupt": "; interrupted",
 }
+
+
+INTERRUPTED = "\ngym-motion train: interrupted; saving the policy trained so far and summary.json"
+
+
+@contextmanager
+def interruptible(summary: dict[str, Any]) -> Iterator[None]:
+    """Run the after-training steps (evaluation, video) so that Ctrl-C ends them, not the run:
+    the model is saved by then; `summary` gets ``"interrupted": True`` (and lacks what was not
+    done) and is still written."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        summary["interrupted"] = True
+        print("\ngym-motion train: interrupted after learning; the model is saved, "
+              "summary.json lacks the after-training evaluation", file=sys.stderr)  # fmt: skip
 
 
 def stopped_by(interrupted: bool, hit_budget: bool) -> str:

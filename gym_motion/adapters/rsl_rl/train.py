@@ -11,8 +11,8 @@ rsl_rl's own ``model_<iteration>.pt`` checkpoints beside it), TensorBoard events
 training settings, rsl_rl's runner config, observation sizes, task config, versions),
 ``summary.json`` (zero-action evaluation before training and the trained policy's after,
 `gym_motion.evaluate`) and ``training_curves.png``. ``gym-motion eval --model RUN`` loads it
-(`gym_motion.adapters.rsl_rl.policy`). Ctrl-C saves a checkpoint and the summary without the
-after-training evaluation, and exits with code 130.
+(`gym_motion.adapters.rsl_rl.policy`). Ctrl-C saves the model and the summary without the
+after-training evaluation (also when it comes during that evaluation), and exits with code 130.
 
 PPO settings: `gym_motion.adapters.rsl_rl.config.PPO_DEFAULTS` (BeyondMimic's rsl_rl values),
 changed with ``--ppo KEY=VALUE``. The env's reset noise ramps from none to the task's over the
@@ -40,10 +40,12 @@ from typing import Any
 
 from gym_motion.adapters.rsl_rl.config import resolved_ppo, runner_cfg
 from gym_motion.adapters.run import (
+    INTERRUPTED,
     after_vs_before,
     check_sampling,
     config_from_args,
     eval_kwargs,
+    interruptible,
     jsonable,
     mean_tail,
     plot_curves,
@@ -343,7 +345,7 @@ def train(config: TrainConfig) -> dict[str, Any]:
         pass
     except KeyboardInterrupt:
         interrupted = True
-        print("\ngym-motion train: interrupted; saving a checkpoint", file=sys.stderr)
+        print(INTERRUPTED, file=sys.stderr)
     wall = time.perf_counter() - t0
     summary: dict[str, Any] = {
         "run": str(out),
@@ -374,8 +376,9 @@ def train(config: TrainConfig) -> dict[str, Any]:
     plot_curves(hook.history, out / "training_curves.png", hook.evals)
     summary["before"] = before
     if not interrupted:
-        summary["after"] = evaluate_policy_on_clips(motions, policy(), **eval_kw)
-        summary["after_vs_before"] = after_vs_before(before, summary["after"])
+        with interruptible(summary):
+            after = evaluate_policy_on_clips(motions, policy(), **eval_kw)
+            summary["after"], summary["after_vs_before"] = after, after_vs_before(before, after)
     if runner.logger.writer is not None:
         runner.logger.writer.close()
     env.close()

@@ -10,8 +10,9 @@ normalisation statistics), TensorBoard events and ``progress.csv`` (SB3's logger
 ``summary.json`` (zero-action evaluation before training and the trained policy's after, see
 `gym_motion.evaluate`), ``training_curves.png`` and ``final_eval.mp4`` (the trained policy on
 the first clip from its start, beside its reference as a translucent ghost; `gym_motion.video`;
-``--no-video`` turns it off). Ctrl-C saves a checkpoint (model, statistics, summary without the
-after-training evaluation) and exits with code 130.
+``--no-video`` turns it off). Ctrl-C saves the policy trained so far (model, statistics, summary
+without the after-training evaluation; also when it comes during that evaluation or the video)
+and exits with code 130; training does not resume from it.
 
 PPO hyperparameters (`PPO_DEFAULTS`) follow BeyondMimic's rsl_rl PPO configuration for the
 G1 tracking task (whole_body_tracking, itself rsl_rl's defaults), adapted to SB3 on a CPU: 256
@@ -39,11 +40,13 @@ from pathlib import Path
 from typing import Any
 
 from gym_motion.adapters.run import (
+    INTERRUPTED,
     TRAIN_SAMPLING,
     after_vs_before,
     check_sampling,
     config_from_args,
     eval_kwargs,
+    interruptible,
     jsonable,
     mean_tail,
     parse_overrides,
@@ -375,8 +378,9 @@ def resolved_config(config: TrainConfig, motions: list[str]) -> dict[str, Any]:
 def train(config: TrainConfig) -> dict[str, Any]:
     """Run a training job; writes the run folder and returns the summary (also summary.json).
 
-    A KeyboardInterrupt during learning saves a checkpoint and returns a summary with
-    ``"interrupted": True`` (no after-training evaluation).
+    A KeyboardInterrupt during learning, the after-training evaluation or the video saves the
+    model and returns (and writes) a summary with ``"interrupted": True`` (without what was
+    not done).
     """
     from stable_baselines3.common.logger import configure
 
@@ -431,7 +435,7 @@ def train(config: TrainConfig) -> dict[str, Any]:
         model.learn(config.total_steps, callback=callbacks, **learn_kw)
     except KeyboardInterrupt:
         interrupted = True
-        print("\ngym-motion train: interrupted; saving a checkpoint", file=sys.stderr)
+        print(INTERRUPTED, file=sys.stderr)
     wall = time.perf_counter() - t0
     if model.logger.name_to_value:  # the last update's and the final evaluation's row
         model.logger.record("time/total_timesteps", model.num_timesteps, exclude="tensorboard")
@@ -453,11 +457,12 @@ def train(config: TrainConfig) -> dict[str, Any]:
     }
     if not interrupted:
         venv.training = False
-        summary["after"] = evaluate_policy_on_clips(motions, model_policy(model, venv), **eval_kw)
-        summary["after_vs_before"] = after_vs_before(before, summary["after"])
-        if config.video_seconds > 0:
-            summary["video"] = _final_video(out / "final_eval.mp4", model_policy(model, venv),
-                                           motions[0], config)  # fmt: skip
+        with interruptible(summary):
+            after = evaluate_policy_on_clips(motions, model_policy(model, venv), **eval_kw)
+            summary["after"], summary["after_vs_before"] = after, after_vs_before(before, after)
+            if config.video_seconds > 0:
+                summary["video"] = _final_video(out / "final_eval.mp4", model_policy(model, venv),
+                                               motions[0], config)  # fmt: skip
     venv.close()
     write_json(out / "summary.json", summary)
     return summary

@@ -158,6 +158,30 @@ def test_ctrl_c_saves_a_checkpoint(tmp_path, monkeypatch):
         assert (tmp_path / "run" / name).is_file(), name
 
 
+def test_ctrl_c_during_the_final_evaluation_still_writes_the_summary(tmp_path, monkeypatch,
+                                                                    capsys):  # fmt: skip
+    from gym_motion.adapters.run import print_summary
+    from gym_motion.evaluate import evaluate_policy_on_clips
+
+    calls = []
+
+    def evaluate(*args, **kwargs):  # the before evaluation runs; Ctrl-C in the after one
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return evaluate_policy_on_clips(*args, **kwargs)
+
+    monkeypatch.setattr("gym_motion.evaluate.evaluate_policy_on_clips", evaluate)
+    config = TrainConfig(num_envs=2, total_steps=100, eval_every_steps=0,
+                         out=str(tmp_path / "run"), eval_max_seconds=0.1)  # fmt: skip
+    summary = train(config)
+    assert summary["interrupted"] and "after" not in summary and len(calls) == 2
+    saved = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert saved["interrupted"] and saved["env_steps"] >= 100
+    assert print_summary(saved) == 130
+    assert "interrupted after learning; the model is saved" in capsys.readouterr().err
+
+
 def test_wall_clock_budget_stops_learning_and_the_summary_says_so(tmp_path, capsys):
     from gym_motion.adapters.run import print_summary
 
