@@ -444,8 +444,9 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--json",
         default=None,
-        help="write the results to this JSON file (default: RUN_DIR/eval_<policy>.json with "
-        "--model, else no file)",
+        help="write the results to this JSON file (default with --model: "
+        "RUN_DIR/eval_<policy>.json, or eval_<policy>_<clip names>.json with --motion; "
+        "else no file)",
     )
     p.set_defaults(func=_run_cli)
 
@@ -552,7 +553,9 @@ def _run_cli(args: argparse.Namespace) -> int:
         print(f"{Path(clip).name}: {r['episodes']} episode(s) ended: {'; '.join(ends)}")
     path = args.json
     if path is None and args.model is not None:
-        path = os.path.join(args.model, f"eval_{result['policy']}.json")
+        # named for the clips when they are not the run's own, so the run's result stays
+        clips = "".join(f"_{Path(m).stem}" for m in args.motion or ())[:80]
+        path = os.path.join(args.model, f"eval_{result['policy']}{clips}.json")
     if path is None:
         print("results not written (no --json)")
         return 0

@@ -131,6 +131,14 @@ def test_eval_cli_on_the_run(tiny_run, capsys):
     result = json.loads((tiny_run / "eval_model.json").read_text())
     (clip,) = result["clips"].values()
     assert clip["max_episode_steps"] == 25
+    # other clips: their own file, the run's result stays
+    from gym_motion.motion import DEFAULT_MOTION_PATH
+
+    argv = ["eval", "--model", str(tiny_run), "--max-seconds", "0.2", "--motion",
+            str(DEFAULT_MOTION_PATH)]  # fmt: skip
+    assert main(argv) == 0
+    assert (tiny_run / f"eval_model_{DEFAULT_MOTION_PATH.stem}.json").is_file()
+    assert json.loads((tiny_run / "eval_model.json").read_text()) == result
     for key in ("success_rate", "mpkpe_mm", "root_mpkpe_mm", "joint_pos_rad",
                 "tracking_reward_per_step", "tracking_reward_per_clip_step",
                 "episode_length"):  # fmt: skip
