@@ -23,6 +23,8 @@ import sys
 import warnings
 from collections.abc import Callable, Sequence
 
+from gym_motion import config_values as cv
+
 Registrar = Callable[[argparse._SubParsersAction], None]
 
 
@@ -95,7 +97,8 @@ def _register_inspect(subparsers: argparse._SubParsersAction) -> None:
         "depth), and joint jumps.",
     )
     p.add_argument("clip", nargs="+", help="motion .npz or GMR .pkl file(s)")
-    p.add_argument("--top", type=int, default=5, help="how many largest joint jumps to list")
+    p.add_argument("--top", type=cv.cli_number(int, 0), default=5,
+                   help="how many largest joint jumps to list")  # fmt: skip
     p.set_defaults(func=_run_inspect)
 
 
@@ -149,8 +152,9 @@ def _register_bench(subparsers: argparse._SubParsersAction) -> None:
         help="env-steps/s, per-phase ms and the physics-only limit, in one run",
         description="Step TrackingVecEnv with random actions; compare with bare batched physics.",
     )
-    p.add_argument("--num-envs", type=int, nargs="+", default=[1024])
-    p.add_argument("--steps", type=int, default=200, help="timed control steps per N")
+    p.add_argument("--num-envs", type=cv.cli_number(int, 1), nargs="+", default=[1024])
+    p.add_argument("--steps", type=cv.cli_number(int, 1), default=200,
+                   help="timed control steps per N")  # fmt: skip
     p.add_argument(
         "--backend",
         nargs="+",
@@ -158,7 +162,8 @@ def _register_bench(subparsers: argparse._SubParsersAction) -> None:
         choices=("mujoco", "mjwarp", "motrix"),
         help="one or more; several run in turn for each N, each in its own process",
     )
-    p.add_argument("--threads", type=int, default=None, help="physics threads (mujoco, motrix)")
+    p.add_argument("--threads", type=cv.cli_number(int, 1), default=None,
+                   help="physics threads (mujoco, motrix)")  # fmt: skip
     p.add_argument("--device", default=None, help="Warp device (mjwarp), e.g. cuda:0 or cpu")
     p.add_argument("--json", default=None, help="also write the results to this JSON file")
     p.set_defaults(func=_run_bench)

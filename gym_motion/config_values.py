@@ -1,4 +1,5 @@
-"""Checks of config values, with one error form: ``<Owner>.<field> must be ..., got <value>``.
+"""Checks of config values, with one error form: ``<Owner>.<field> must be ..., got <value>``
+(and `cli_number`, the same check as an argparse type for the CLI's numeric flags).
 
 The config dataclasses (`gym_motion.envs.config`, the managers' term configs) call these in
 ``__post_init__``, so a bad value is refused where it is written (or read from JSON), by name,
@@ -7,8 +8,10 @@ instead of failing later inside a kernel or giving NaN rewards.
 
 from __future__ import annotations
 
+import argparse
 import math
 import numbers
+from collections.abc import Callable
 from typing import Any
 
 
@@ -134,3 +137,24 @@ def _range_text(kind: str, low: float | None, high: float | None, low_open: bool
     if high is not None:
         return f"{kind} <= {high:g}"
     return kind
+
+
+def cli_number(kind: type, low: float, *, low_open: bool = False) -> Callable[[str], Any]:
+    """An argparse ``type``: parses `kind` (int or float) and checks it is finite and >= `low`
+    (> `low` with `low_open`); argparse then names the flag in its error, e.g. ``argument
+    --episodes: must be an integer >= 1, got '0'``."""
+    what = "an integer" if kind is int else "a number"
+
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}") from None
+        ok = math.isfinite(value) and (value > low if low_open else value >= low)
+        if not ok:
+            raise argparse.ArgumentTypeError(
+                f"must be {_range_text(what, low, None, low_open)}, got {text!r}"
+            )
+        return value
+
+    return parse

@@ -63,7 +63,9 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from gym_motion import config_values as cv
 from gym_motion.atomic import write_json
+from gym_motion.backends import BACKENDS
 
 __all__ = [
     "METRICS",
@@ -427,7 +429,8 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     )
     add_policy_args(p)
     p.add_argument("--motion", nargs="+", default=None, metavar="CLIP", help="clip npz(s)")
-    p.add_argument("--episodes", type=int, default=1, help="episodes per clip (in parallel)")
+    p.add_argument("--episodes", type=cv.cli_number(int, 1), default=1,
+                   help="episodes per clip (in parallel)")  # fmt: skip
     p.add_argument(
         "--env-id", default=None, choices=_env_ids(),
         help="the env whose policy observation the policy reads (160 values, or 154 for "
@@ -438,8 +441,9 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
         help="play one clip frame per control step whatever its fps label (as mjlab trains); "
         "default: real time",
     )  # fmt: skip
-    p.add_argument("--backend", default="mujoco")
-    p.add_argument("--max-seconds", type=float, default=None, help="cap on an episode, s")
+    p.add_argument("--backend", default="mujoco", choices=BACKENDS)
+    p.add_argument("--max-seconds", type=cv.cli_number(float, 0.0, low_open=True), default=None,
+                   help="cap on an episode, s")  # fmt: skip
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
         "--json",
@@ -532,7 +536,7 @@ def _run_cli(args: argparse.Namespace) -> int:
         if policy == "model" and args.model is None:
             raise SystemExit(
                 "gym-motion eval: --model RUN_DIR or --onnx POLICY.onnx is required unless "
-                "--policy zero"
+                "--policy zero or --policy tracker"
             )
     result = evaluate(
         args.model,

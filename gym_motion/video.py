@@ -26,6 +26,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gym_motion import config_values as cv
+from gym_motion.backends import BACKENDS
+
 if TYPE_CHECKING:
     from gym_motion.evaluate import BindablePolicy, Policy
     from gym_motion.render import RenderCfg
@@ -310,10 +313,11 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
         help="clip npz (default: the run's first training clip, else the embedded default)",
     )  # fmt: skip
     p.add_argument("-o", "--output", required=True, help="output .mp4")
-    p.add_argument("--seconds", type=float, default=None, help="length (default: whole clip)")
-    p.add_argument("--fps", type=float, default=25.0, help="frame rate, divides 50 (default 25)")
-    p.add_argument("--width", type=int, default=640)
-    p.add_argument("--height", type=int, default=480)
+    positive = cv.cli_number(float, 0.0, low_open=True)
+    p.add_argument("--seconds", type=positive, default=None, help="length (default: whole clip)")
+    p.add_argument("--fps", type=positive, default=25.0, help="frame rate, divides 50 (default 25)")
+    p.add_argument("--width", type=cv.cli_number(int, 2), default=640)
+    p.add_argument("--height", type=cv.cli_number(int, 2), default=480)
     p.add_argument(
         "--hold", type=float, default=1.0, help="seconds the frame of a termination is held"
     )
@@ -322,7 +326,7 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
         help="play one clip frame per control step whatever its fps label (as mjlab trains); "
         "default: real time",
     )  # fmt: skip
-    p.add_argument("--backend", default="mujoco")
+    p.add_argument("--backend", default="mujoco", choices=BACKENDS)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=_run_cli)
@@ -343,7 +347,7 @@ def _run_cli(args: argparse.Namespace) -> int:
         if args.model is None:
             raise SystemExit(
                 "gym-motion render: --model RUN_DIR or --onnx POLICY.onnx is required unless "
-                "--policy zero"
+                "--policy zero or --policy tracker"
             )
         from gym_motion.evaluate import load_run_policy
 

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gym_motion import config_values as cv
 from gym_motion.adapters.run import (
     INTERRUPTED,
     TRAIN_SAMPLING,
@@ -59,6 +60,7 @@ from gym_motion.adapters.run import (
     train_motions,
 )
 from gym_motion.atomic import write_json
+from gym_motion.backends import BACKENDS
 
 # SB3, torch and matplotlib are imported inside the functions that use them: the command line
 # imports this module to register `gym-motion train`, and must start fast, and without them.
@@ -504,13 +506,16 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
         "--motion", nargs="+", default=[], metavar="CLIP", help="clip npz(s) or folders "
         "(default: the embedded default motion)"
     )  # fmt: skip
-    p.add_argument("--num-envs", type=int, default=d.num_envs, help="parallel envs")
-    p.add_argument("--total-steps", type=int, default=d.total_steps, help="env steps, all envs")
+    p.add_argument("--num-envs", type=cv.cli_number(int, 1), default=d.num_envs,
+                   help="parallel envs")  # fmt: skip
+    p.add_argument("--total-steps", type=cv.cli_number(int, 1), default=d.total_steps,
+                   help="env steps, all envs (learning stops at the first whole rollout, "
+                   "num_envs x n_steps env steps, that reaches it)")  # fmt: skip
     p.add_argument(
         "--max-minutes", type=float, default=DEFAULT_MAX_MINUTES,
         help="wall-clock budget of learning; <= 0: none (default %(default)s)",
     )  # fmt: skip
-    p.add_argument("--backend", default=d.backend, help="physics backend (mujoco, mjwarp)")
+    p.add_argument("--backend", default=d.backend, choices=BACKENDS, help="physics backend")
     p.add_argument("--seed", type=int, default=d.seed)
     p.add_argument("--out", default=None, help="run folder (default runs/<date>-<time>)")
     p.add_argument(
@@ -533,7 +538,7 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
         "0: full from the start (default %(default)s)",
     )  # fmt: skip
     p.add_argument(
-        "--eval-every", type=int, default=d.eval_every_steps, metavar="STEPS",
+        "--eval-every", type=cv.cli_number(int, 0), default=d.eval_every_steps, metavar="STEPS",
         help="deterministic evaluation from the clip start every STEPS env steps, in the logs "
         "and curves (0: off; default %(default)s)",
     )  # fmt: skip
