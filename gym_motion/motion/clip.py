@@ -62,6 +62,7 @@ MIN_ROOT_HEIGHT = 0.0  # m, the root body origin below the floor plane is an err
 JOINT_LIMIT_TOL = 1e-3  # rad beyond the joint range before a warning
 MAX_JOINT_JUMP = 0.5  # rad between consecutive frames before a warning
 WORLD_BODY = "world"
+MAX_FRAMES = 10_000_000  # resampled frames at most (55 h at 50 fps): beyond, the rates are wrong
 RATE_RTOL = 1e-9  # frame rates closer than this (relative) are the same rate
 
 
@@ -85,7 +86,7 @@ def check_fps(fps: float, what: str = "fps") -> float:
     """
     try:
         value = float(fps)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         value = float("nan")
     if not np.isfinite(value) or value <= 0.0:
         raise ValueError(f"{what} must be a positive frame rate in Hz, got {fps!r}")
@@ -128,10 +129,11 @@ class MotionClip:
     format_version: int = field(default=FORMAT_VERSION)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "fps", float(self.fps))
+        object.__setattr__(self, "fps", check_fps(self.fps, "MotionClip.fps"))
         object.__setattr__(self, "joint_names", tuple(str(n) for n in self.joint_names))
         object.__setattr__(self, "body_names", tuple(str(n) for n in self.body_names))
-        source = self.fps if self.source_fps is None else float(self.source_fps)
+        source = self.source_fps
+        source = self.fps if source is None else check_fps(source, "MotionClip.source_fps")
         object.__setattr__(self, "source_fps", source)
         for key in ARRAY_KEYS:
             object.__setattr__(self, key, np.ascontiguousarray(getattr(self, key), np.float32))
@@ -167,12 +169,18 @@ class MotionClip:
         is carried over; a rate equal to ``fps`` (`rates_equal`) returns this clip.
 
         Raises:
-            ValueError: ``fps`` is not a positive number.
+            ValueError: ``fps`` is not a positive number, or resampling would leave fewer than
+                2 frames (`MotionFormatError`) or more than ``MAX_FRAMES``.
         """
         fps = check_fps(fps)
         if rates_equal(fps, self.fps):
             return self
         i0, i1, blend = resample_grid(self.num_frames, self.fps, fps)
+        if i0.size < 2:
+            raise MotionFormatError(
+                f"{self.num_frames} frames at {self.fps:g} fps ({self.duration:.4g} s) give "
+                f"{i0.size} frame(s) at {fps:g} fps; a motion needs at least 2"
+            )
         b2 = blend[:, None]
         b3 = blend[:, None, None]
 
@@ -207,12 +215,21 @@ def resample_grid(
     Returns:
         ``i0, i1`` ``(K,) int64`` neighbouring source frames and ``blend`` ``(K,) float64`` in
         [0, 1]: ``x[k] = (1 - blend) x[i0] + blend x[i1]``.
+
+    Raises:
+        ValueError: no frames, a rate not > 0, or more than ``MAX_FRAMES`` output frames.
     """
     if num_frames < 1 or source_fps <= 0 or target_fps <= 0:
         raise ValueError(
             f"bad resampling request: {num_frames} frames, {source_fps} -> {target_fps}"
         )
-    last = int(np.floor((num_frames - 1) * float(target_fps) / float(source_fps) + 1e-6))
+    last = np.floor((num_frames - 1) * float(target_fps) / float(source_fps) + 1e-6)
+    if not last < MAX_FRAMES:
+        raise ValueError(
+            f"resampling {num_frames} frames from {source_fps:g} to {target_fps:g} fps would give "
+            f"{last + 1:.4g} frames (more than {MAX_FRAMES:,}); check the frame rates"
+        )
+    last = int(last)
     x = np.arange(last + 1, dtype=np.float64) * float(source_fps) / float(target_fps)
     i0 = np.minimum(np.floor(x + 1e-9).astype(np.int64), num_frames - 1)
     i1 = np.minimum(i0 + 1, num_frames - 1)
@@ -338,12 +355,14 @@ def load_clip(
         )
     data = _read_npz(path, src, robot)
 
-    file_fps = _scalar(data["fps"], "fps", src)
-    if not np.isfinite(file_fps) or file_fps <= 0:
-        raise MotionFormatError(f"{src}: key 'fps' must be a positive number, got {file_fps}")
-    source_fps = _scalar(data["source_fps"], "source_fps", src) if "source_fps" in data else None
+    file_fps = _scalar(data["fps"], "fps", src, positive=True)
+    source_fps = (
+        _scalar(data["source_fps"], "source_fps", src, positive=True)
+        if "source_fps" in data
+        else None
+    )
     version = (
-        int(_scalar(data["format_version"], "format_version", src))
+        int(_scalar(data["format_version"], "format_version", src, integer=True))
         if ("format_version" in data)
         else 0
     )
@@ -353,11 +372,18 @@ def load_clip(
         )
     arrays = {k: data[k] for k in ARRAY_KEYS}
     for key, value in arrays.items():
-        if not np.issubdtype(value.dtype, np.number):
-            raise MotionFormatError(f"{src}: key {key!r} has non-numeric dtype {value.dtype}")
+        if not (np.issubdtype(value.dtype, np.integer) or np.issubdtype(value.dtype, np.floating)):
+            raise MotionFormatError(
+                f"{src}: key {key!r} has dtype {value.dtype}; expected real numbers"
+            )
 
-    joint_names = _joint_names(data, arrays, robot, src)
+    joint_names, joint_order = _joint_names(data, arrays, robot, src)
     names = _body_names(data, arrays, robot, body_names, src)
+    _check_shapes(arrays, len(joint_names), len(names), src)  # before any reordering
+    if joint_order is not None:  # the robot's joints, named in another order: reorder
+        for key in ("joint_pos", "joint_vel"):
+            arrays[key] = arrays[key][:, joint_order]
+        joint_names = tuple(robot.joint_names)
     keep = [i for i, n in enumerate(names) if n != WORLD_BODY]
     if len(keep) != len(names):
         world = names.index(WORLD_BODY)
@@ -377,7 +403,10 @@ def load_clip(
     )
     validate_clip(clip, robot, source=src, check_kinematics=check_kinematics)
     if fps is not None:
-        clip = clip.resample(fps)
+        try:
+            clip = clip.resample(fps)
+        except ValueError as exc:
+            raise MotionFormatError(f"{src}: {exc}") from None
     return clip
 
 
@@ -486,10 +515,24 @@ def missing_velocities(clip: MotionClip) -> list[str]:
     ]  # fmt: skip
 
 
-def _scalar(value: np.ndarray, key: str, src: str) -> float:
+def _scalar(value: np.ndarray, key: str, src: str, *, positive: bool = False,
+            integer: bool = False) -> float:  # fmt: skip
+    """A scalar key of a file as a float: a finite real number (> 0 with `positive`, a whole
+    number >= 0 with `integer`); otherwise MotionFormatError naming file, key and value."""
     if value.size != 1:
         raise MotionFormatError(f"{src}: key {key!r} must be a scalar, got shape {value.shape}")
-    return float(value.reshape(()))
+    v = value.reshape(())
+    real = np.issubdtype(v.dtype, np.integer) or np.issubdtype(v.dtype, np.floating)
+    x = float(v) if real else float("nan")
+    ok = real and np.isfinite(x)
+    if positive:
+        ok = ok and x > 0
+    if integer:
+        ok = ok and x >= 0 and x.is_integer()
+    if not ok:
+        kind = "a whole number >= 0" if integer else "a number > 0" if positive else "a number"
+        raise MotionFormatError(f"{src}: key {key!r} must be {kind}, got {v.item()!r} ({v.dtype})")
+    return x
 
 
 def _names_diff(kind: str, got: tuple[str, ...], want: tuple[str, ...]) -> str:
@@ -506,28 +549,29 @@ def _names_diff(kind: str, got: tuple[str, ...], want: tuple[str, ...]) -> str:
     )
 
 
-def _joint_names(data: dict, arrays: dict, robot: RobotSpec, src: str) -> tuple[str, ...]:
+def _joint_names(
+    data: dict, arrays: dict, robot: RobotSpec, src: str
+) -> tuple[tuple[str, ...], list[int] | None]:
+    """The file's joint names (column order) and the column order that gives the robot's
+    joint order (None: already in it)."""
     jp = arrays["joint_pos"]
     if "joint_names" in data:
         names = tuple(str(n) for n in data["joint_names"].reshape(-1))
         if names != tuple(robot.joint_names) and sorted(names) == sorted(robot.joint_names):
-            # the same joints, named, in another order (e.g. another simulator's): reorder
-            order = [names.index(j) for j in robot.joint_names]
-            for key in ("joint_pos", "joint_vel"):
-                arrays[key] = arrays[key][:, order]
-            return tuple(robot.joint_names)
+            # the same joints, named, in another order (e.g. another simulator's)
+            return names, [names.index(j) for j in robot.joint_names]
         if names != tuple(robot.joint_names):
             raise MotionFormatError(
                 f"{src}: key 'joint_names': {_names_diff('joint', names, robot.joint_names)}"
             )
-        return names
+        return names, None
     count = jp.shape[-1] if jp.ndim == 2 else None
     if count != len(robot.joint_names):
         raise MotionFormatError(
             f"{src}: key 'joint_pos' has shape {jp.shape}; a legacy file without 'joint_names' "
             f"must have (T, {len(robot.joint_names)}) joints in the robot's joint order"
         )
-    return tuple(robot.joint_names)
+    return tuple(robot.joint_names), None
 
 
 def _body_names(data: dict, arrays: dict, robot: RobotSpec, given, src: str) -> tuple[str, ...]:

@@ -540,7 +540,15 @@ def _qpos_to_clip(
     if frame_range is not None:
         first, stop = _frame_range(frame_range, qpos.shape[0], src)
         qpos = qpos[first:stop]
-    qpos = resample_qpos(qpos, input_fps, output_fps)
+    try:
+        qpos = resample_qpos(qpos, input_fps, output_fps)
+    except ValueError as exc:
+        raise MotionFormatError(f"{src}: {exc}") from None
+    if qpos.shape[0] < 2:
+        raise MotionFormatError(
+            f"{src}: the input frames at {input_fps:g} fps give {qpos.shape[0]} frame(s) at "
+            f"{output_fps:g} fps; a motion needs at least 2"
+        )
     clip = clip_from_qpos(qpos, output_fps, robot, source_fps=input_fps, progress=progress)
     return _finish(clip, src, robot, checks, out_path)
 

@@ -249,7 +249,7 @@ def _unsupported(src: str, what: str, robot: RobotSpec) -> str:
 def _fps(value: object, src: str) -> float:
     try:
         fps = float(np.asarray(value).reshape(()))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         fps = float("nan")
     if not np.isfinite(fps) or fps <= 0:
         raise MotionFormatError(

@@ -141,9 +141,10 @@ class MotionLibrary:
         step, as mjlab plays clips).
 
         Raises:
-            ValueError: an unknown playback.
+            ValueError: an unknown playback, or `fps` not a positive frame rate.
         """
         playback = Playback.parse(playback)
+        fps = check_fps(fps)
         robot = _kinematics.default_robot() if robot is None else robot
         if isinstance(paths, (str, os.PathLike)):
             paths = [paths]

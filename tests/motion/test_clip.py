@@ -157,8 +157,23 @@ def test_fewer_joints_are_refused(default_clip, tmp_path, legacy_npz):
             lambda d: d.update({k: d[k][:1] for k in clip_module.ARRAY_KEYS}),
             r"1 frame\(s\); a motion needs at least 2",
         ),
+        # named joints in another order, with too few columns: the shape, not an IndexError
+        (
+            lambda d: d.update(
+                joint_names=d["joint_names"][::-1], joint_pos=d["joint_pos"][:, :10]
+            ),
+            r"'joint_pos' has shape \(401, 10\), expected \(401, 29\)",
+        ),
+        (lambda d: d.update(fps=np.array(60 + 1j)), r"key 'fps' must be a number > 0, got \(60"),
+        (lambda d: d.update(fps=np.array("abc")), r"key 'fps' must be a number > 0, got 'abc'"),
+        (lambda d: d.update(source_fps=np.array(np.nan)), r"key 'source_fps' must be a number > 0"),
+        (lambda d: d.update(source_fps=np.array(-5.0)), r"key 'source_fps' must be a number > 0"),
+        (lambda d: d.update(format_version=np.array(np.nan)), r"'format_version' must be a whole"),
+        (lambda d: d.update(joint_pos=d["joint_pos"] + 0j), r"'joint_pos' has dtype complex64"),
     ],
-    ids=["missing", "shape", "nan", "inf", "quat_norm", "body_name", "below_floor", "one_frame"],
+    ids=["missing", "shape", "nan", "inf", "quat_norm", "body_name", "below_floor", "one_frame",
+         "reordered_short", "complex_fps", "str_fps", "nan_source_fps", "negative_source_fps",
+         "nan_version", "complex_joints"],  # fmt: skip
 )
 def test_invalid_files_are_refused_naming_key_frame_and_body(default_clip, tmp_path, edit, pattern):
     path = save_clip(default_clip, tmp_path / "bad.npz")
@@ -223,3 +238,23 @@ def test_rates_equal_to_round_off_are_one_rate(default_clip):
     assert clip_module.rates_equal(50.0, 50.0 * (1 + 1e-12))
     assert not clip_module.rates_equal(50.0, 50.001)
     assert default_clip.resample(50.0 * (1 + 1e-12)) is default_clip  # no resampling
+
+
+def test_rates_are_checked_wherever_a_clip_enters(default_clip, tmp_path):
+    from gym_motion.motion import MotionLibrary
+
+    with pytest.raises(ValueError, match="MotionClip.fps must be a positive frame rate"):
+        dataclasses.replace(default_clip, fps=0.0)
+    with pytest.raises(ValueError, match="MotionClip.source_fps must be a positive frame rate"):
+        dataclasses.replace(default_clip, source_fps=float("nan"))
+    path = save_clip(default_clip, tmp_path / "clip.npz")
+    with pytest.raises(ValueError, match="fps must be a positive frame rate in Hz, got -50"):
+        MotionLibrary.from_paths(path, fps=-50, playback="frame_per_step")
+    two = dataclasses.replace(
+        default_clip, fps=60.0, **{k: getattr(default_clip, k)[:2] for k in clip_module.ARRAY_KEYS}
+    )
+    two_path = save_clip(two, tmp_path / "two.npz")
+    with pytest.raises(MotionFormatError, match=r"two\.npz: 2 frames at 60 fps .* give 1 frame"):
+        load_clip(two_path, fps=50)
+    with pytest.raises(MotionFormatError, match=r"clip\.npz: resampling 401 frames .* would give"):
+        load_clip(path, fps=1e12)

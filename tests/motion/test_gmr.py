@@ -196,6 +196,7 @@ def test_a_truncated_pickle_is_unsupported(rows, tmp_path):
     [
         (dict(fps=0), r"key 'fps' must be a positive frame rate in Hz, got 0"),
         (dict(fps="thirty"), r"key 'fps' must be a positive frame rate in Hz, got 'thirty'"),
+        (dict(fps=10**400), r"key 'fps' must be a positive frame rate in Hz, got 1000"),
         (
             {"root_pos": np.zeros((ROWS, 2))},
             r"key 'root_pos' has shape \(121, 2\), expected \(121, 3\)",
@@ -207,7 +208,7 @@ def test_a_truncated_pickle_is_unsupported(rows, tmp_path):
             r"frame 0: root quaternion \(key 'root_rot'\) has norm 2.0000",
         ),
     ],
-    ids=["fps_zero", "fps_text", "root_pos_shape", "frames", "dtype", "quat_norm"],
+    ids=["fps_zero", "fps_text", "fps_overflow", "root_pos_shape", "frames", "dtype", "quat_norm"],
 )
 def test_bad_gmr_arrays_are_refused_naming_the_key(rows, tmp_path, edit, pattern):
     path = _write(tmp_path / "bad.pkl", _gmr_dict(rows, **edit))
