@@ -118,7 +118,8 @@ def _decode(obj: Any) -> Any:
         if name not in ROBOTS:
             raise ValueError(f"config names robot {name!r}; known robots: {sorted(ROBOTS)}")
         robot = ROBOTS[name]
-        return robot if obj["mjcf_path"] is None else robot.with_mjcf(obj["mjcf_path"])
+        mjcf = obj.get("mjcf_path")  # absent or null: the robot's own MJCF
+        return robot if mjcf is None else robot.with_mjcf(mjcf)
     if "__func__" in obj:
         return _resolve(obj["__func__"], "__func__")
     if "__type__" in obj:
