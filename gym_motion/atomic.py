@@ -1,6 +1,9 @@
-"""Atomic file writes: every file gym_motion writes (clips, ONNX, JSON results) goes through
-`atomic_file`, so a crash or Ctrl-C leaves the old file or the new one, never half a file, and
-the new file gets the permissions a plain ``open(path, "w")`` would give it."""
+"""Atomic file writes: every file gym_motion's own code writes (clips, ONNX, JSON configs,
+summaries and results) goes through `atomic_file`, so a crash or Ctrl-C leaves the old file or
+the new one, never half a file, and the new file gets the permissions a plain
+``open(path, "w")`` would give it. (Files the RL libraries and matplotlib write themselves,
+such as ``model.zip``, ``model.pt``, ``progress.csv`` and ``training_curves.png``, are theirs;
+MP4s are written to a temporary file and renamed by `gym_motion.video.Mp4Writer`.)"""
 
 from __future__ import annotations
 

@@ -45,14 +45,15 @@ def _register_convert(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--output", required=True, help="output .npz")
     p.add_argument(
         "--input-fps",
-        type=float,
+        type=cv.cli_number(float, 0.0, low_open=True),
         default=None,
         help="frame rate of a CSV's rows (required for a CSV; a pickle or npz states its own)",
     )
-    p.add_argument("--output-fps", type=float, default=50.0, help="frame rate of the clip")
+    p.add_argument("--output-fps", type=cv.cli_number(float, 0.0, low_open=True), default=50.0,
+                   help="frame rate of the clip")  # fmt: skip
     p.add_argument(
         "--frames",
-        type=int,
+        type=cv.cli_number(int, 0),
         nargs=2,
         metavar=("FIRST", "STOP"),
         help="0-based input rows [FIRST, STOP) to convert (a slice)",

@@ -26,7 +26,10 @@ def real(
         ValueError: otherwise, naming `where` (e.g. "SimCfg.physics_dt") and the value.
     """
     ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
-    x = float(value) if ok else math.nan
+    try:
+        x = float(value) if ok else math.nan
+    except OverflowError:  # an int beyond float's range
+        x = math.nan
     ok = ok and math.isfinite(x)
     if ok and low is not None:
         ok = x > low if low_open else x >= low
@@ -72,7 +75,7 @@ def intervals(where: str, value: Any, count: int) -> tuple[tuple[float, float], 
     Raises:
         ValueError: not `count` pairs, or a bad pair, naming `where` and the value.
     """
-    if not isinstance(value, (tuple, list)) or len(value) != count:
+    if not _sequence(value) or len(value) != count:
         raise ValueError(f"{where} must be {count} (low, high) pairs, got {value!r}")
     return tuple(interval(f"{where}[{i}]", v) for i, v in enumerate(value))
 
@@ -125,8 +128,13 @@ def callable_(where: str, value: Any) -> None:
         raise ValueError(f"{where} must be a function, got {value!r}")
 
 
+def _sequence(value: Any) -> bool:
+    """A tuple, list or 1-D-or-more array (not a str or a dict)."""
+    return isinstance(value, (tuple, list)) or (hasattr(value, "shape") and len(value.shape) >= 1)
+
+
 def _pair(value: Any) -> bool:
-    return isinstance(value, (tuple, list)) and len(value) == 2
+    return _sequence(value) and len(value) == 2
 
 
 def _range_text(kind: str, low: float | None, high: float | None, low_open: bool) -> str:
@@ -139,18 +147,20 @@ def _range_text(kind: str, low: float | None, high: float | None, low_open: bool
     return kind
 
 
-def cli_number(kind: type, low: float, *, low_open: bool = False) -> Callable[[str], Any]:
+def cli_number(kind: type, low: float | None, *, low_open: bool = False) -> Callable[[str], Any]:
     """An argparse ``type``: parses `kind` (int or float) and checks it is finite and >= `low`
-    (> `low` with `low_open`); argparse then names the flag in its error, e.g. ``argument
-    --episodes: must be an integer >= 1, got '0'``."""
+    (> `low` with `low_open`; None: any finite value); argparse then names the flag in its
+    error, e.g. ``argument --episodes: must be an integer >= 1, got '0'``."""
     what = "an integer" if kind is int else "a number"
 
     def parse(text: str) -> Any:
         try:
             value = kind(text)
-        except ValueError:
+            ok = math.isfinite(value) and (
+                low is None or (value > low if low_open else value >= low)
+            )
+        except (ValueError, OverflowError):
             raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}") from None
-        ok = math.isfinite(value) and (value > low if low_open else value >= low)
         if not ok:
             raise argparse.ArgumentTypeError(
                 f"must be {_range_text(what, low, None, low_open)}, got {text!r}"

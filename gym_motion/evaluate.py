@@ -55,6 +55,7 @@ The JSON goes where ``--json`` says; without it, ``--model RUN`` writes
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 from collections.abc import Callable, Sequence
@@ -449,8 +450,8 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
         "--json",
         default=None,
         help="write the results to this JSON file (default with --model: "
-        "RUN_DIR/eval_<policy>.json, or eval_<policy>_<clip names>.json with --motion; "
-        "else no file)",
+        "RUN_DIR/eval_<policy>.json, or eval_<policy>_<clip names>_<path digest>.json with "
+        "--motion; else no file)",
     )
     p.set_defaults(func=_run_cli)
 
@@ -557,8 +558,13 @@ def _run_cli(args: argparse.Namespace) -> int:
         print(f"{Path(clip).name}: {r['episodes']} episode(s) ended: {'; '.join(ends)}")
     path = args.json
     if path is None and args.model is not None:
-        # named for the clips when they are not the run's own, so the run's result stays
-        clips = "".join(f"_{Path(m).stem}" for m in args.motion or ())[:80]
+        # named for the clips when they are not the run's own, so the run's result stays:
+        # their names and a digest of their full paths (equal names in other folders differ)
+        clips = ""
+        if args.motion:
+            resolved = "\n".join(str(Path(m).resolve()) for m in args.motion)
+            digest = hashlib.sha256(resolved.encode()).hexdigest()[:8]
+            clips = "".join(f"_{Path(m).stem}" for m in args.motion)[:60] + f"_{digest}"
         path = os.path.join(args.model, f"eval_{result['policy']}{clips}.json")
     if path is None:
         print("results not written (no --json)")

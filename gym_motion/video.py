@@ -319,7 +319,8 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--width", type=cv.cli_number(int, 2), default=640)
     p.add_argument("--height", type=cv.cli_number(int, 2), default=480)
     p.add_argument(
-        "--hold", type=float, default=1.0, help="seconds the frame of a termination is held"
+        "--hold", type=cv.cli_number(float, 0.0), default=1.0,
+        help="seconds the frame of a termination is held",
     )
     p.add_argument(
         "--frame-per-step", action="store_true",

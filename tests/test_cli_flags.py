@@ -20,6 +20,13 @@ from gym_motion.cli import main
         (["bench", "--num-envs", "0"], "argument --num-envs: must be an integer >= 1"),
         (["train", "--total-steps", "2.5"], "argument --total-steps: must be an integer, got"),
         (["train", "--backend", "bullet"], "argument --backend: invalid choice: 'bullet'"),
+        (["train", "--max-minutes", "nan"], "argument --max-minutes: must be a number, got"),
+        (["train", "--num-threads", "0"], "argument --num-threads: must be an integer >= 1"),
+        (["render", "--hold", "-5", "-o", "x.mp4"], "argument --hold: must be a number >= 0"),
+        (["export", "--model", "run", "--opset", "-5"], "argument --opset: must be an integer"),
+        (["convert", "a.csv", "-o", "b.npz", "--frames", "0", "-2"], "argument --frames: must be"),
+        (["convert", "a.csv", "-o", "b.npz", "--input-fps", "0"], "argument --input-fps: must be"),
+        (["eval", "--episodes", "1" + "0" * 400], "argument --episodes: must be an integer"),
     ],
 )  # fmt: skip
 def test_numeric_flags_are_refused_by_name(argv, message, capsys, tmp_path, monkeypatch):

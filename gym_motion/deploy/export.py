@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from gym_motion import config_values as cv
 from gym_motion.atomic import write_bytes
 
 __all__ = ["EXPORTERS", "OPSET", "export_run", "register_cli", "run_task_cfg"]
@@ -233,7 +234,8 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
         "--model", required=True, metavar="RUN_DIR", help="a gym-motion train run (sb3, rsl_rl)"
     )
     p.add_argument("-o", "--output", required=True, metavar="POLICY.onnx", help="ONNX file")
-    p.add_argument("--opset", type=int, default=OPSET, help="ONNX opset (default %(default)s)")
+    p.add_argument("--opset", type=cv.cli_number(int, 7), default=OPSET,
+                   help="ONNX opset (default %(default)s)")  # fmt: skip
     p.add_argument(
         "--no-check", action="store_true", help="skip the onnxruntime-vs-torch comparison"
     )

@@ -8,7 +8,8 @@ tuples as lists (read back as tuples: configs hold no lists). Reading imports no
 runs no code but config constructors: a ``__type__`` must name a dataclass and a ``__func__`` a
 Python function, each by its own ``module:qualname`` (no path through another module's
 attributes), from ``gym_motion`` or from a module that is already imported and is not part of
-Python's standard library (import your own term module before `from_json`).
+Python's standard library (import your own term module before `from_json`). The functions a
+config names run when an env is built from it: load configs you trust.
 """
 
 from __future__ import annotations

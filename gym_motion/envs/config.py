@@ -11,6 +11,7 @@ drop a reward term or reweight one::
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -62,6 +63,8 @@ class SimCfg:
         """Control step, s."""
         return self.physics_dt * self.decimation
 
+
+MAX_EPISODE_STEPS = 2**31  # episode counters are int32
 
 # Settings each backend takes (the others must keep their defaults).
 _BACKEND_SETTINGS = {
@@ -117,6 +120,8 @@ class BackendCfg:
             raise ValueError(
                 f"BackendCfg.on_overflow must be 'raise' or 'terminate', got {self.on_overflow!r}"
             )
+        if self.device is not None and not isinstance(self.device, str):
+            raise ValueError(f"BackendCfg.device must be a device name, got {self.device!r}")
         if not isinstance(self.deterministic, bool):
             raise ValueError(f"BackendCfg.deterministic must be a bool, got {self.deterministic!r}")
 
@@ -352,10 +357,12 @@ class TrackingEnvCfg:
                 )
         length = cv.real("TrackingEnvCfg.episode_length_s", self.episode_length_s, low=0.0,
                          low_open=True)  # fmt: skip
-        if round(length / self.sim.control_dt) < 1:
+        steps = length / self.sim.control_dt  # the env's limit is round(steps)
+        if not (math.isfinite(steps) and 1 <= round(steps) < MAX_EPISODE_STEPS):
             raise ValueError(
-                f"TrackingEnvCfg.episode_length_s must be at least one control step "
-                f"({self.sim.control_dt:g} s), got {self.episode_length_s!r}"
+                f"TrackingEnvCfg.episode_length_s must be from one control step "
+                f"({self.sim.control_dt:g} s) to {MAX_EPISODE_STEPS - 1:,} of them, got "
+                f"{self.episode_length_s!r}"
             )
         _set(self, "episode_length_s", length)
         cv.term_dict("TrackingEnvCfg.rewards", self.rewards, RewardTermCfg)

@@ -19,7 +19,7 @@ from gym_motion import config_values as cv
 from gym_motion.backends import make_backend
 from gym_motion.backends.threads import NumbaThreads
 from gym_motion.envs import info as infos
-from gym_motion.envs.config import TrackingEnvCfg
+from gym_motion.envs.config import MAX_EPISODE_STEPS, TrackingEnvCfg
 from gym_motion.envs.fork import choose_async_start_method
 from gym_motion.kernels.dispatch import serial_rows_enabled
 from gym_motion.kernels.episode import end_step
@@ -195,6 +195,11 @@ class TrackingVecEnv(VectorEnv):
         self.dt = cfg.sim.control_dt
         if max_episode_steps is not None:
             max_episode_steps = cv.integer("max_episode_steps", max_episode_steps, low=1)
+            if max_episode_steps >= MAX_EPISODE_STEPS:
+                raise ValueError(
+                    f"max_episode_steps must be < {MAX_EPISODE_STEPS:,} (int32 episode "
+                    f"counters), got {max_episode_steps}"
+                )
         self.max_episode_steps = int(max_episode_steps or round(cfg.episode_length_s / self.dt))
         self.metadata["render_fps"] = round(1.0 / self.dt)
         self._seed = seed
@@ -299,7 +304,8 @@ class TrackingVecEnv(VectorEnv):
         self.command.refresh()
         self._was_reset = True
         obs = self._observation()
-        for group, rows in kept.items():
+        for group, rows in kept.items():  # in the buffers too: the next masked reset reads them
+            self.observations.buffers[group][~mask] = rows
             (obs[group] if self.obs_mode == "dict" else obs)[~mask] = rows
         return obs, {}
 

@@ -85,7 +85,7 @@ def check_fps(fps: float, what: str = "fps") -> float:
             value).
     """
     try:
-        value = float(fps)
+        value = float("nan") if isinstance(fps, bool) else float(fps)
     except (TypeError, ValueError, OverflowError):
         value = float("nan")
     if not np.isfinite(value) or value <= 0.0:

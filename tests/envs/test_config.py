@@ -168,7 +168,7 @@ def _bad_configs():
         (lambda: SamplingCfg(ema_alpha=0.0), r"SamplingCfg.ema_alpha must be a finite number in"),
         (lambda: SamplingCfg(mode="random"), r"SamplingCfg.mode must be one of"),
         (lambda: TrackingEnvCfg(episode_length_s=0.0), r"episode_length_s must be a finite"),
-        (lambda: TrackingEnvCfg(episode_length_s=0.001), r"at least one control step"),
+        (lambda: TrackingEnvCfg(episode_length_s=0.001), r"must be from one control step"),
         (lambda: TrackingEnvCfg(episode_length_s=inf), r"episode_length_s"),
         (lambda: TrackingEnvCfg(rewards=None), r"TrackingEnvCfg.rewards must be a dict"),
         (lambda: TrackingEnvCfg(sim=None), r"TrackingEnvCfg.sim must be a SimCfg"),
@@ -188,6 +188,11 @@ def _bad_configs():
         (lambda: BackendCfg(num_threads=0), r"BackendCfg.num_threads must be an integer >= 1"),
         (lambda: BackendCfg(on_overflow="ignore"), r"BackendCfg.on_overflow"),
         (lambda: TrackingVecEnv(2.7), r"num_envs must be an integer >= 1, got 2.7"),
+        (lambda: SimCfg(physics_dt=10**400), r"SimCfg.physics_dt must be a finite number"),
+        (lambda: TrackingEnvCfg(sim=SimCfg(physics_dt=1e-320)), r"episode_length_s must be from"),
+        (lambda: TrackingEnvCfg(episode_length_s=1e300), r"to 2,147,483,647 of them"),
+        (lambda: TrackingVecEnv(1, max_episode_steps=2**31), r"max_episode_steps must be <"),
+        (lambda: BackendCfg(device=5), r"BackendCfg.device must be a device name, got 5"),
     ]  # fmt: skip
 
 
@@ -220,3 +225,6 @@ def test_checked_values_are_normalised_and_round_trip():
     assert type(sim.decimation) is int and sim == SimCfg()
     reset = ResetCfg(joint_pos_range=[-0.1, 0.1])
     assert reset.joint_pos_range == (-0.1, 0.1) and reset == ResetCfg()
+    arrays = ResetCfg(pose_range=np.array(ResetCfg().pose_range), joint_pos_range=np.array(
+        [-0.1, 0.1]))  # fmt: skip
+    assert arrays == ResetCfg() and isinstance(arrays.pose_range[0][0], float)

@@ -243,8 +243,9 @@ def test_rates_equal_to_round_off_are_one_rate(default_clip):
 def test_rates_are_checked_wherever_a_clip_enters(default_clip, tmp_path):
     from gym_motion.motion import MotionLibrary
 
-    with pytest.raises(ValueError, match="MotionClip.fps must be a positive frame rate"):
-        dataclasses.replace(default_clip, fps=0.0)
+    for fps in (0.0, True):
+        with pytest.raises(ValueError, match="MotionClip.fps must be a positive frame rate"):
+            dataclasses.replace(default_clip, fps=fps)
     with pytest.raises(ValueError, match="MotionClip.source_fps must be a positive frame rate"):
         dataclasses.replace(default_clip, source_fps=float("nan"))
     path = save_clip(default_clip, tmp_path / "clip.npz")

@@ -364,21 +364,18 @@ def train(config: TrainConfig) -> dict[str, Any]:
     if not main:
         env.close()
         return {**summary, "rank": rank.rank}
-    if (
-        config.eval_every_steps
-        and not interrupted
-        and (not hook.evals or hook.evals[-1]["timesteps"] < hook.steps)
-    ):
-        hook.run_eval(runner.current_learning_iteration)
     runner.save(str(out / "model.pt"))
+    summary["before"] = before
+    with interruptible(summary):  # Ctrl-C from here on: the model and summary.json are kept
+        final_eval = not hook.evals or hook.evals[-1]["timesteps"] < hook.steps
+        if config.eval_every_steps and not summary["interrupted"] and final_eval:
+            hook.run_eval(runner.current_learning_iteration)
+        if not summary["interrupted"]:
+            after = evaluate_policy_on_clips(motions, policy(), **eval_kw)
+            summary["after"], summary["after_vs_before"] = after, after_vs_before(before, after)
     if runner.logger.writer is not None:
         runner.logger.writer.flush()
     plot_curves(hook.history, out / "training_curves.png", hook.evals)
-    summary["before"] = before
-    if not interrupted:
-        with interruptible(summary):
-            after = evaluate_policy_on_clips(motions, policy(), **eval_kw)
-            summary["after"], summary["after_vs_before"] = after, after_vs_before(before, after)
     if runner.logger.writer is not None:
         runner.logger.writer.close()
     env.close()

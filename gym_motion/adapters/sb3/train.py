@@ -512,7 +512,7 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
                    help="env steps, all envs (learning stops at the first whole rollout, "
                    "num_envs x n_steps env steps, that reaches it)")  # fmt: skip
     p.add_argument(
-        "--max-minutes", type=float, default=DEFAULT_MAX_MINUTES,
+        "--max-minutes", type=cv.cli_number(float, None), default=DEFAULT_MAX_MINUTES,
         help="wall-clock budget of learning; <= 0: none (default %(default)s)",
     )  # fmt: skip
     p.add_argument("--backend", default=d.backend, choices=BACKENDS, help="physics backend")
@@ -530,10 +530,12 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
         "--no-state-estimation", action="store_true", help="154-value policy observation"
     )
     p.add_argument(
-        "--num-threads", type=int, default=None, help="physics threads (--backend mujoco)"
+        "--num-threads", type=cv.cli_number(int, 1), default=None,
+        help="physics threads (--backend mujoco)",
     )
     p.add_argument(
-        "--reset-noise-ramp", type=float, default=d.reset_noise_ramp, metavar="F",
+        "--reset-noise-ramp", type=cv.cli_number(float, 0.0), default=d.reset_noise_ramp,
+        metavar="F",
         help="ramp the reset noise from none to full over this fraction of --total-steps; "
         "0: full from the start (default %(default)s)",
     )  # fmt: skip
