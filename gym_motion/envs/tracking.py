@@ -445,7 +445,7 @@ class TrackingVecEnv(VectorEnv):
         ghost = state_qpos(s.ref, s.root, ids) if self.render_cfg.ghost else None
         frames = EnvFrames(self._renderer, state_qpos(s.robot, s.root, ids), ghost)
         for i in range(self.render_envs):
-            frames[i]
+            frames[i]  # noqa: B018 (drawn now; the others when first read)
         return frames
 
     def close(self, **kwargs: Any) -> None:
