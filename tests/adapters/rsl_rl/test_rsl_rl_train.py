@@ -170,3 +170,25 @@ def test_wall_clock_budget_and_ctrl_c(tmp_path, monkeypatch):
         assert (tmp_path / "ctrl_c" / name).is_file(), name
     with pytest.raises(FileExistsError, match="already holds a run"):
         train(TrainConfig(out=str(tmp_path / "ctrl_c")))
+
+
+def test_ctrl_c_in_the_final_evaluation_keeps_the_model_and_summary(tmp_path, monkeypatch):
+    """model.pt is saved before the final evaluations; a Ctrl-C in them ends them, not the run."""
+    from gym_motion.evaluate import evaluate_policy_on_clips
+
+    calls = []
+
+    def evaluate_then_interrupt(*args, **kwargs):  # the before evaluation, then Ctrl-C
+        calls.append(1)
+        if len(calls) > 1:
+            raise KeyboardInterrupt
+        return evaluate_policy_on_clips(*args, **kwargs)
+
+    monkeypatch.setattr("gym_motion.evaluate.evaluate_policy_on_clips", evaluate_then_interrupt)
+    out = tmp_path / "run"
+    summary = train(TrainConfig(num_envs=2, total_steps=16, eval_every_steps=1_000_000,
+                                ppo={"hidden_dims": [16], "num_steps_per_env": 8}, out=str(out),
+                                eval_max_seconds=0.1))  # fmt: skip
+    assert summary["interrupted"] and "after" not in summary and len(calls) == 2
+    assert (out / "model.pt").is_file()
+    assert json.loads((out / "summary.json").read_text())["interrupted"]
