@@ -135,8 +135,10 @@ class MotionClip:
         source = self.source_fps
         source = self.fps if source is None else check_fps(source, "MotionClip.source_fps")
         object.__setattr__(self, "source_fps", source)
-        for key in ARRAY_KEYS:
-            object.__setattr__(self, key, np.ascontiguousarray(getattr(self, key), np.float32))
+        with np.errstate(over="ignore"):  # beyond float32: inf, which validation names
+            for key in ARRAY_KEYS:
+                value = np.ascontiguousarray(getattr(self, key), np.float32)
+                object.__setattr__(self, key, value)
         _check_shapes(
             {k: getattr(self, k) for k in ARRAY_KEYS},
             len(self.joint_names),
