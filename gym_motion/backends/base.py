@@ -92,13 +92,16 @@ class SimBackend(Protocol):
 
     def step(self, joint_pos_target: np.ndarray) -> None:
         """Advance every env `decimation` substeps holding position targets (N, J) rad (or m
-        for slide joints). Raises ValueError for another shape."""
+        for slide joints). Raises ValueError for another shape. Targets must be finite and
+        within +-1e10 (MuJoCo's mjMAXVAL; `TrackingVecEnv` refuses actions that break this);
+        beyond that each engine does something else (MuJoCo zeroes every control of the
+        model, MotrixSim flags the row, MuJoCo Warp clamps to the force range)."""
         ...
 
     def copy_body_state_w(self, out: BodyState, env_ids: np.ndarray | None = None) -> None:
         """Fill `out` in place with the state after the last substep (or last write); only
         rows `env_ids` (M,) int (or a (N,) bool mask) when given, other rows of `out`
-        untouched."""
+        untouched. Raises ValueError when `out`'s arrays are not (N, B, .) / (N, J) float32."""
         ...
 
     def write_state(self, env_ids: np.ndarray, qpos: np.ndarray, qvel: np.ndarray) -> None:
@@ -107,7 +110,9 @@ class SimBackend(Protocol):
         `copy_body_state_w` sees the written state. Other rows are untouched.
 
         Raises:
-            ValueError: ids outside [0, N) or arrays of another shape.
+            ValueError: ids that are not integers or are outside [0, N), arrays of another
+                shape, or values that are not finite (a blow-up comes from physics, not from
+                a write).
         """
         ...
 

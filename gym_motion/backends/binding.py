@@ -15,6 +15,7 @@ nothing depends on how a backend steps its envs, and nothing knows a robot by na
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -70,20 +71,63 @@ def resolve_env_ids(env_ids: np.ndarray, num_envs: int, unique: bool = False) ->
     mask, N = `num_envs`.
 
     Raises:
-        ValueError: a bool mask of another shape, ids outside [0, N), or (with `unique`) an id
-            given twice.
+        ValueError: a bool mask of another shape, ids that are not integers (0.9 was env 0),
+            ids outside [0, N), or (with `unique`) an id given twice.
     """
     ids = np.asarray(env_ids)
     if ids.dtype == bool:
         if ids.shape != (num_envs,):
             raise ValueError(f"a boolean env mask must have shape ({num_envs},)")
         return np.flatnonzero(ids)
+    if ids.size and not np.issubdtype(ids.dtype, np.integer):
+        raise ValueError(f"env_ids must be integers or a bool mask, got dtype {ids.dtype}")
     ids = ids.astype(np.int64, copy=False).reshape(-1)
     if ids.size and (ids.min() < 0 or ids.max() >= num_envs):
         raise ValueError(f"env_ids must be in [0, {num_envs})")
     if unique and np.unique(ids).size != ids.size:
         raise ValueError(f"env_ids must not repeat, got {ids.tolist()}")
     return ids
+
+
+def check_state_rows(
+    qpos: np.ndarray, qvel: np.ndarray, num_rows: int, nq: int, nv: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """`write_state`'s qpos (M, nq) and qvel (M, nv), M = `num_rows`, as float64 arrays.
+
+    Raises:
+        ValueError: other shapes, or values that are not finite (rows named): a state is
+            written finite; NaN/Inf are what a blow-up produces, and the backends flag those.
+    """
+    qpos, qvel = np.asarray(qpos, np.float64), np.asarray(qvel, np.float64)
+    if qpos.shape != (num_rows, nq) or qvel.shape != (num_rows, nv):
+        raise ValueError(
+            f"write_state expects qpos ({num_rows}, {nq}) and qvel ({num_rows}, {nv}) for "
+            f"{num_rows} env ids, got {qpos.shape} and {qvel.shape}"
+        )
+    bad = ~(np.isfinite(qpos).all(axis=1) & np.isfinite(qvel).all(axis=1))
+    if bad.any():
+        raise ValueError(
+            f"write_state: qpos/qvel rows {np.flatnonzero(bad)[:10].tolist()} are not finite"
+        )
+    return qpos, qvel
+
+
+def check_body_state(out: Any, num_envs: int, num_bodies: int, num_joints: int) -> None:
+    """Check that `out` (a `BodyState`) has the shapes `copy_body_state_w` writes, float32.
+
+    Raises:
+        ValueError: a field of another shape or dtype (named, with the expected one).
+    """
+    expected = {
+        "pos_w": (num_envs, num_bodies, 3), "quat_w": (num_envs, num_bodies, 4),
+        "lin_vel_w": (num_envs, num_bodies, 3), "ang_vel_w": (num_envs, num_bodies, 3),
+        "joint_pos": (num_envs, num_joints), "joint_vel": (num_envs, num_joints),
+    }  # fmt: skip
+    for name, shape in expected.items():
+        a = getattr(out, name)
+        if not isinstance(a, np.ndarray) or a.shape != shape or a.dtype != np.float32:
+            got = f"{a.shape} {a.dtype}" if isinstance(a, np.ndarray) else type(a).__name__
+            raise ValueError(f"BodyState.{name} must be {shape} float32, got {got}")
 
 
 def _id_array(ids: np.ndarray, count: int, what: str) -> np.ndarray:

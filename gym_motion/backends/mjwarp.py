@@ -93,8 +93,10 @@ from gym_motion.backends.binding import (
     SELF_CONTACT_SENSOR,  # noqa: F401 - re-exported: gym_motion.backends.mjwarp.SELF_CONTACT_SENSOR
     bind_ids,
     check_backend_args,
+    check_body_state,
     check_field_values,
     check_model_field,
+    check_state_rows,
     resolve_env_ids,
     root_velocity_kicks,
     self_contact_columns,
@@ -621,6 +623,7 @@ class MjWarpBackend:
 
         # Per-world model fields: host mirrors (N, ...) float32, made on a field's first edit.
         self._fields: dict[str, np.ndarray] = {}
+        self._checked_out: BodyState | None = None  # the last `out` copy_body_state_w checked
 
         # Host views of the state buffer (float32, updated in place by each device->host copy).
         state = self._state_np = self._state_host.numpy()
@@ -676,6 +679,9 @@ class MjWarpBackend:
         """Fill `out` in place (float32 arrays as in `BodyState`) with the current state, or
         only its rows `env_ids` (M,) (other rows untouched)."""
         self._check_open()
+        if out is not self._checked_out:
+            check_body_state(out, self.num_envs, len(self.body_ids), len(self.joint_ids))
+            self._checked_out = out
         self._refresh()
         v = self._views
         fields = ("pos_w", "quat_w", "lin_vel_w", "ang_vel_w", "joint_pos", "joint_vel")
@@ -701,12 +707,7 @@ class MjWarpBackend:
         self._check_open()
         ids = resolve_env_ids(env_ids, self.num_envs)
         m, nq, nv = ids.size, self._mjm.nq, self._mjm.nv
-        qpos, qvel = np.asarray(qpos), np.asarray(qvel)
-        if qpos.shape != (m, nq) or qvel.shape != (m, nv):
-            raise ValueError(
-                f"write_state expects qpos ({m}, {nq}) and qvel ({m}, {nv}) for {m} env ids, "
-                f"got {qpos.shape} and {qvel.shape}"
-            )
+        qpos, qvel = check_state_rows(qpos, qvel, m, nq, nv)
         if m == 0:
             return
         d = self._d

@@ -42,8 +42,10 @@ from gym_motion.backends.binding import (
     SELF_CONTACT_SENSOR,
     bind_ids,
     check_backend_args,
+    check_body_state,
     check_field_values,
     check_model_field,
+    check_state_rows,
     resolve_env_ids,
     root_velocity_kicks,
 )
@@ -363,6 +365,7 @@ class MotrixBackend:
         self._hinge_dadr = model.jnt_dofadr[hinges]
         self._field_writers: dict[tuple, object] = {}
         self._fields: dict[str, np.ndarray] = {}  # field -> (N, count, ...) per-env values
+        self._checked_out: BodyState | None = None  # the last `out` copy_body_state_w checked
 
         key = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, "default")
         self._qpos0 = (model.key_qpos[key] if key >= 0 else model.qpos0).copy()
@@ -446,6 +449,9 @@ class MotrixBackend:
         last substep (or write), for every env or rows `env_ids` only: one compiled MotrixSim
         query, after a forward-kinematics pass when the last call was `step`."""
         self._check_open()
+        if out is not self._checked_out:
+            check_body_state(out, self.num_envs, len(self.body_ids), len(self.joint_ids))
+            self._checked_out = out
         if not self._fresh:
             self.scene.forward_kinematic(self.data)
             self._fresh = True
@@ -469,12 +475,7 @@ class MotrixBackend:
         clear their `nonfinite` flag."""
         self._check_open()
         ids = resolve_env_ids(env_ids, self.num_envs)
-        qpos, qvel = np.asarray(qpos, np.float64), np.asarray(qvel, np.float64)
-        if qpos.shape != (ids.size, self.nq) or qvel.shape != (ids.size, self.nv):
-            raise ValueError(
-                f"write_state expects qpos ({ids.size}, {self.nq}) and qvel ({ids.size}, "
-                f"{self.nv}), got {qpos.shape} and {qvel.shape}"
-            )
+        qpos, qvel = check_state_rows(qpos, qvel, ids.size, self.nq, self.nv)
         if ids.size:
             self._write_rows(ids, qpos, qvel)
         self.nonfinite[ids] = False
@@ -594,6 +595,7 @@ class MotrixBackend:
     @property
     def qpos(self) -> np.ndarray:
         """(N, nq) float64 copy of the generalised positions, MuJoCo layout (root wxyz)."""
+        self._check_open()
         q = self.data.dof_pos.astype(np.float64)
         if self._quat_col >= 0:
             c = self._quat_col
@@ -603,4 +605,5 @@ class MotrixBackend:
     @property
     def qvel(self) -> np.ndarray:
         """(N, nv) float64 copy of the generalised velocities, MuJoCo layout."""
+        self._check_open()
         return self.data.dof_vel.astype(np.float64)

@@ -33,8 +33,10 @@ from gym_motion.backends.binding import (
     SELF_CONTACT_SENSOR,
     bind_ids,
     check_backend_args,
+    check_body_state,
     check_field_values,
     check_model_field,
+    check_state_rows,
     resolve_env_ids,
     root_velocity_kicks,
     self_contact_columns,
@@ -439,6 +441,7 @@ class MujocoBackend:
             self._joint_qadr, self._joint_dadr,
         ))  # fmt: skip
         self._post_step = self._bind_post_step()
+        self._checked_out: BodyState | None = None  # the last `out` checked by copy_body_state_w
 
     # ---------------------------------------------------------------------------------------
 
@@ -482,6 +485,9 @@ class MujocoBackend:
         each body frame origin (not of its centre of mass).
         """
         self._check_open()
+        if out is not self._checked_out:  # once per BodyState: the kernel does not bound-check
+            check_body_state(out, self.num_envs, len(self.body_ids), len(self.joint_ids))
+            self._checked_out = out
         self._kinematics[serial_rows_enabled()](
             self._all_rows if env_ids is None else resolve_env_ids(env_ids, self.num_envs),
             out.pos_w,
@@ -498,13 +504,7 @@ class MujocoBackend:
         is implicit: body state is computed from qpos/qvel whenever it is read."""
         self._check_open()
         ids = resolve_env_ids(env_ids, self.num_envs)
-        qpos = np.asarray(qpos)
-        qvel = np.asarray(qvel)
-        if qpos.shape != (ids.size, self.nq) or qvel.shape != (ids.size, self.nv):
-            raise ValueError(
-                f"write_state expects qpos ({ids.size}, {self.nq}) and qvel ({ids.size}, "
-                f"{self.nv}), got {qpos.shape} and {qvel.shape}"
-            )
+        qpos, qvel = check_state_rows(qpos, qvel, ids.size, self.nq, self.nv)
         self._qpos[ids] = qpos
         self._qvel[ids] = qvel
         self._warm[ids] = 0.0
@@ -611,11 +611,13 @@ class MujocoBackend:
     @property
     def qpos(self) -> np.ndarray:
         """(N, nq) live float64 view of the generalised positions (read-only by convention)."""
+        self._check_open()
         return self._qpos
 
     @property
     def qvel(self) -> np.ndarray:
         """(N, nv) live float64 view of the generalised velocities (read-only by convention)."""
+        self._check_open()
         return self._qvel
 
     def get_data(self, env: int) -> mujoco.MjData:

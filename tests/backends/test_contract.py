@@ -251,9 +251,10 @@ def test_nonfinite_row_is_flagged_others_step_on(make, model, tmp_path, monkeypa
     monkeypatch.chdir(tmp_path)  # MuJoCo appends its warnings to ./MUJOCO_LOG.TXT
     backend = make()
     qpos, qvel = standing_states(model, np.random.default_rng(3))
-    # a NaN hip velocity; a huge but finite upward root velocity (it flies off, no contacts:
-    # a blown-up world with many contacts may overflow MuJoCo Warp's shared contact pool)
-    for column, bad in ((8, np.nan), (2, 1e6)):
+    # a hip velocity beyond float32 (inf on the float32 engines, NaN within a substep on
+    # MuJoCo); a huge but finite upward root velocity (it flies off, no contacts: a blown-up
+    # world with many contacts may overflow MuJoCo Warp's shared contact pool)
+    for column, bad in ((8, 1e300), (2, 1e6)):
         backend.write_state(np.arange(N), qpos, qvel)
         broken = qvel[1:2].copy()
         broken[0, column] = bad
@@ -266,6 +267,15 @@ def test_nonfinite_row_is_flagged_others_step_on(make, model, tmp_path, monkeypa
     assert not backend.nonfinite.any()
     backend.step(default_targets())
     assert not backend.nonfinite.any()
+    # NaN is what a blow-up produces, never what is written: refused, nothing written
+    nan = qpos[1:2].copy()
+    nan[0, 4] = np.nan  # the root quaternion (MuJoCo Warp renormalised it away silently)
+    with pytest.raises(ValueError, match=r"rows \[0\] are not finite"):
+        backend.write_state(np.array([1]), nan, qvel[1:2])
+    with pytest.raises(ValueError, match="env_ids must be integers"):
+        backend.write_state(np.array([0.9]), qpos[1:2], qvel[1:2])
+    with pytest.raises(ValueError, match=r"BodyState.pos_w must be \(3, "):
+        backend.copy_body_state_w(BodyState.zeros(1, len(backend.body_ids), model.nu))
 
 
 def test_self_contact_is_counted_per_substep(make, model, request):

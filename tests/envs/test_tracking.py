@@ -209,10 +209,10 @@ def test_nan_in_one_env_terminates_only_that_env(backend, tmp_path, monkeypatch)
     env = make(4, backend=backend, autoreset_mode=AutoresetMode.SAME_STEP)
     env.reset()
     env.step(zeros(env))
-    qpos = np.zeros((1, env.model.nq))
+    qpos, qvel = np.zeros((1, env.model.nq)), np.zeros((1, env.model.nv))
     qpos[0, 3] = 1.0
-    qpos[0, 7] = np.nan
-    env.backend.write_state(np.array([2]), qpos, np.zeros((1, env.model.nv)))
+    qvel[0, 6] = 1e300  # a first-joint velocity beyond float32: the state blows up
+    env.backend.write_state(np.array([2]), qpos, qvel)
     obs, rew, term, trunc, info = env.step(zeros(env))
     assert term[2] and rew[2] == 0.0 and info["final/termination/nonfinite"][2]
     assert not info["final/termination/nonfinite"][[0, 1, 3]].any()
