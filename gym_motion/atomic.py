@@ -44,6 +44,30 @@ def atomic_file(path: str | os.PathLike, mode: str = "wb") -> Iterator[IO]:
         raise
 
 
+def check_output_path(
+    path: str | os.PathLike, *, inputs: tuple = (), make_parents: bool = False
+) -> Path:
+    """Refuse an output path that cannot take the file, before any work is done.
+
+    Args:
+        path: the file to write.
+        inputs: files being read: the output must not be one of them (it would replace it).
+        make_parents: the writer creates missing folders (else a missing folder is refused).
+
+    Raises:
+        ValueError: `path` is a directory, one of `inputs`, or (without `make_parents`) in a
+            folder that does not exist.
+    """
+    out = Path(path)
+    if out.is_dir():
+        raise ValueError(f"output {out} is a directory; give a file name, e.g. {out / 'out'}")
+    if not make_parents and not out.resolve().parent.is_dir():
+        raise ValueError(f"output {out}: directory {out.parent} does not exist")
+    if any(out.resolve() == Path(p).resolve() for p in inputs):
+        raise ValueError(f"output {out} is an input file; writing would replace it")
+    return out
+
+
 def write_bytes(path: str | os.PathLike, data: bytes) -> Path:
     """Write `data` to `path` atomically (`atomic_file`); returns the path."""
     with atomic_file(path, "wb") as f:

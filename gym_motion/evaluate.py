@@ -65,7 +65,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from gym_motion import config_values as cv
-from gym_motion.atomic import write_json
+from gym_motion.atomic import check_output_path, write_json
 from gym_motion.backends import BACKENDS
 
 __all__ = [
@@ -514,6 +514,8 @@ def _env_id_state_estimation(env_id: str) -> bool:
 
 def _run_cli(args: argparse.Namespace) -> int:
     check_policy_args(args, "eval")
+    if args.json is not None:
+        check_output_path(args.json, make_parents=True)
     state_estimation = None
     if args.env_id is not None:
         state_estimation = _env_id_state_estimation(args.env_id)

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gym_motion import config_values as cv
+from gym_motion.atomic import check_output_path
 from gym_motion.backends import BACKENDS
 
 if TYPE_CHECKING:
@@ -70,6 +71,8 @@ class Mp4Writer:
         self.frames = 0
         if not self.path.parent.is_dir():
             raise FileNotFoundError(f"folder of {self.path} does not exist")
+        if self.path.is_dir():
+            raise ValueError(f"{self.path} is a directory; give an .mp4 file name")
         # ffmpeg creates the file (so it gets the usual permissions); the name is unique
         self._tmp = self.path.with_name(f".{self.path.stem}.{os.getpid()}.{uuid.uuid4().hex}.mp4")
         self._gen = imageio_ffmpeg.write_frames(
@@ -338,6 +341,7 @@ def _run_cli(args: argparse.Namespace) -> int:
     from gym_motion.render import RenderCfg
 
     check_policy_args(args, "render")
+    check_output_path(args.output)
     policy, config, state_estimation = None, {}, None
     if args.onnx is not None:
         from gym_motion.deploy import OnnxPolicy

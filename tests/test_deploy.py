@@ -283,6 +283,38 @@ def tiny_onnx(meta: dict[str, str] | None, obs_dim: int = 160) -> onnx.ModelProt
     return with_props(model, meta or {})
 
 
+def two_output_onnx(outputs: list[tuple[str, int]]) -> onnx.ModelProto:
+    """obs (B, 160) -> one zero (B, width) output per (name, width), G1 metadata."""
+    nodes, inits = [], []
+    for name, width in outputs:
+        inits.append(numpy_helper.from_array(np.zeros((160, width), np.float32), f"w_{name}"))
+        nodes.append(helper.make_node("MatMul", ["obs", f"w_{name}"], [name]))
+    graph = helper.make_graph(
+        nodes, "two",
+        [helper.make_tensor_value_info("obs", onnx.TensorProto.FLOAT, ["batch", 160])],
+        [helper.make_tensor_value_info(n, onnx.TensorProto.FLOAT, ["batch", w])
+         for n, w in outputs],
+        inits,
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return with_props(model, fence_meta())
+
+
+def test_the_actions_output_is_named_or_the_only_one_of_the_joints_width(tmp_path):
+    """A (B, 1) value head listed first was taken as the actions (every target = default +
+    scale * value, and the episode "succeeded")."""
+    path = tmp_path / "heads.onnx"
+    onnx.save(two_output_onnx([("value", 1), ("mu", 29)]), str(path))
+    assert OnnxPolicy(path).actions_output == "mu"
+    onnx.save(two_output_onnx([("mu", 29), ("mu2", 29)]), str(path))
+    with pytest.raises(ValueError, match=r"cannot tell the actions output: .* \(B, 29\)"):
+        OnnxPolicy(path)
+    onnx.save(two_output_onnx([("actions", 28)]), str(path))
+    with pytest.raises(ValueError, match=r"actions tensor\(float\) \['batch', 28\]"):
+        OnnxPolicy(path)
+
+
 def test_metadata_from_a_yaml_file_when_the_onnx_has_none(tmp_path):
     path = tmp_path / "bare.onnx"
     onnx.save(tiny_onnx(None), str(path))
@@ -407,11 +439,16 @@ def test_export_refuses_an_actor_that_reads_the_critic_group(tmp_path):
     PPO("MultiInputPolicy", venv, n_steps=8, batch_size=8, device="cpu").save(
         tmp_path / "model.zip"
     )
+    venv.save(str(tmp_path / "vecnormalize.pkl"))
     venv.close()
     (tmp_path / "config.json").write_text(json.dumps(resolved_config(config, motions)))
     with pytest.raises(ValueError, match="reads every observation group"):
         export_run(tmp_path, tmp_path / "x.onnx")
     assert not (tmp_path / "x.onnx").exists()
+    # a run folder without its observation statistics would export wrong actions: refused
+    (tmp_path / "vecnormalize.pkl").unlink()
+    with pytest.raises(FileNotFoundError, match="observation statistics are missing"):
+        export_run(tmp_path, tmp_path / "x.onnx")
 
 
 # ---------------------------------------------------------------------------------------------

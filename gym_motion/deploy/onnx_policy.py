@@ -102,10 +102,42 @@ class OnnxPolicy:
         shape = inputs[self.obs_input].shape
         if len(shape) != 2:
             raise ValueError(f"{self.path}: input {self.obs_input!r} has shape {shape}, not (B, D)")
+        for name in (self.obs_input, TIME_STEP_INPUT):
+            if name in inputs and inputs[name].type != "tensor(float)":
+                raise ValueError(
+                    f"{self.path}: input {name!r} is {inputs[name].type}; gym_motion feeds "
+                    "tensor(float) (float32)"
+                )
         self.obs_dim = shape[1] if isinstance(shape[1], int) else None
         self._batch_one = shape[0] == 1
-        outputs = [o.name for o in self.session.get_outputs()]
-        self.actions_output = ACTIONS_OUTPUT if ACTIONS_OUTPUT in outputs else outputs[0]
+        self.actions_output = self._actions_output(len(self.meta.joint_names))
+
+    def _actions_output(self, num_joints: int) -> str:
+        """The output holding the (B, J) float actions: the one named ``"actions"``, else the
+        only (B, J) float output (J = the metadata's joint count).
+
+        Raises:
+            ValueError: none or several candidates, or an ``"actions"`` output of another
+                shape or type (outputs and shapes named).
+        """
+        outputs = {o.name: o for o in self.session.get_outputs()}
+
+        def fits(o) -> bool:  # float (B, J); a symbolic width is taken on trust
+            if o.type != "tensor(float)" or len(o.shape) != 2:
+                return False
+            return not isinstance(o.shape[1], int) or o.shape[1] == num_joints
+
+        if ACTIONS_OUTPUT in outputs:
+            chosen = [ACTIONS_OUTPUT]
+        else:
+            chosen = [n for n, o in outputs.items() if fits(o)]
+        if len(chosen) != 1 or not fits(outputs[chosen[0]]):
+            listed = ", ".join(f"{n} {o.type} {o.shape}" for n, o in outputs.items())
+            raise ValueError(
+                f"{self.path}: cannot tell the actions output: expected one named "
+                f"{ACTIONS_OUTPUT!r}, or a single (B, {num_joints}) float output, among {listed}"
+            )
+        return chosen[0]
 
     @property
     def state_estimation(self) -> bool:

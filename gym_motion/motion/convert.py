@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gym_motion.atomic import check_output_path
 from gym_motion.motion import _kinematics, _quat, gmr
 from gym_motion.motion.checks import MotionCheckWarning, check_motion, warn_motion_checks
 from gym_motion.motion.clip import (
@@ -487,23 +488,15 @@ def convert_motion(
 
 
 def check_out_path(path: str | os.PathLike, out_path: str | os.PathLike | None) -> None:
-    """Refuse an output path that cannot take the clip, before anything is read or written.
+    """Refuse an output path that cannot take the clip, before anything is read or written
+    (`gym_motion.atomic.check_output_path`; None: nothing is written).
 
     Raises:
         ValueError: `out_path` is a directory, is in a directory that does not exist, or is
             the input file `path` itself (converting would replace the source).
     """
-    if out_path is None:
-        return
-    out = Path(out_path)
-    if out.is_dir():
-        raise ValueError(f"output {out} is a directory; give a file name, e.g. {out / 'clip.npz'}")
-    if not out.resolve().parent.is_dir():
-        raise ValueError(f"output {out}: directory {out.parent} does not exist")
-    if out.resolve() == Path(path).resolve():
-        raise ValueError(
-            f"output {out} is the input file; converting would replace it: give another -o"
-        )
+    if out_path is not None:
+        check_output_path(out_path, inputs=(path,))
 
 
 def _check_input_fps(input_fps: float | None, file_fps: float, src: str) -> None:

@@ -179,7 +179,7 @@ def test_convert_refuses_outputs_that_cannot_take_the_clip(tmp_path, capsys):
     np.savetxt(csv, _standing_rows(), delimiter=",")
     before = csv.read_bytes()
     for out, message in (
-        (csv, "is the input file; converting would replace it"),
+        (csv, "is an input file; writing would replace it"),
         (tmp_path, "is a directory; give a file name"),
         (tmp_path / "missing" / "clip.npz", "directory .*missing does not exist"),
     ):

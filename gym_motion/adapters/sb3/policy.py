@@ -47,10 +47,11 @@ def load_run(
     """The pieces of a `gym-motion train` run folder: the model (``model.zip``, on the CPU; PPO,
     or SAC when config.json's ``train.algo`` says so), the frozen observation statistics
     (``vecnormalize.pkl``: a `VecNormalize` without its venv, ``training`` False; None when
-    absent) and config.json (``{}`` when absent).
+    absent from a folder without config.json) and config.json (``{}`` when absent).
 
     Raises:
-        FileNotFoundError: the folder has no model.zip.
+        FileNotFoundError: the folder has no model.zip, or a `gym-motion train` run folder
+            (config.json with "train") has no vecnormalize.pkl.
     """
     run = Path(run_dir)
     model_path = run / "model.zip"
@@ -70,6 +71,11 @@ def load_run(
         with open(run / "vecnormalize.pkl", "rb") as f:
             norm = pickle.load(f)
         norm.training = False
+    elif "train" in config:  # gym-motion train always normalises: without them, wrong actions
+        raise FileNotFoundError(
+            f"{run / 'vecnormalize.pkl'}: the run's observation statistics are missing; its "
+            "policy was trained on normalised observations and acts wrongly without them"
+        )
     return model, norm, config
 
 
