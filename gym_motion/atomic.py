@@ -60,7 +60,7 @@ def check_output_path(
     """
     out = Path(path)
     if out.is_dir():
-        raise ValueError(f"output {out} is a directory; give a file name, e.g. {out / 'out'}")
+        raise ValueError(f"output {out} is a directory; give a file name inside it")
     if not make_parents and not out.resolve().parent.is_dir():
         raise ValueError(f"output {out}: directory {out.parent} does not exist")
     if any(out.resolve() == Path(p).resolve() for p in inputs):

@@ -512,10 +512,16 @@ def _env_id_state_estimation(env_id: str) -> bool:
     return bool(ENV_IDS[env_id][2].get("state_estimation", True))
 
 
+# the files of a run folder that eval reads (its --json may not replace them)
+_RUN_INPUTS = ("config.json", "summary.json", "model.zip", "vecnormalize.pkl", "model.pt")
+
+
 def _run_cli(args: argparse.Namespace) -> int:
     check_policy_args(args, "eval")
-    if args.json is not None:
-        check_output_path(args.json, make_parents=True)
+    if args.json is not None:  # not onto what this command reads
+        run = [Path(args.model) / n for n in _RUN_INPUTS] if args.model else []
+        reads = (*run, *(args.motion or ()), *(p for p in (args.onnx, args.policy_meta) if p))
+        check_output_path(args.json, inputs=tuple(reads), make_parents=True)
     state_estimation = None
     if args.env_id is not None:
         state_estimation = _env_id_state_estimation(args.env_id)

@@ -313,6 +313,12 @@ def test_the_actions_output_is_named_or_the_only_one_of_the_joints_width(tmp_pat
     onnx.save(two_output_onnx([("actions", 28)]), str(path))
     with pytest.raises(ValueError, match=r"actions tensor\(float\) \['batch', 28\]"):
         OnnxPolicy(path)
+    # an "actions" output whose shape ONNX Runtime cannot infer is taken on trust
+    model = two_output_onnx([("actions", 29)])
+    del model.graph.output[0].type.tensor_type.shape.dim[:]
+    model.graph.output[0].type.tensor_type.ClearField("shape")
+    onnx.save(model, str(path))
+    assert OnnxPolicy(path).actions_output == "actions"
 
 
 def test_metadata_from_a_yaml_file_when_the_onnx_has_none(tmp_path):
@@ -406,9 +412,16 @@ def test_export_then_eval_onnx_gives_the_sb3_models_actions_and_episode(
 ):
     from gym_motion.adapters.sb3.policy import load_run_policy
 
-    path = tiny_run / "policy.onnx"
+    path = tiny_run / "new" / "folder" / "policy.onnx"  # export makes missing folders
     assert main(["export", "--model", str(tiny_run), "-o", str(path)]) == 0
     assert "onnxruntime matches torch" in capsys.readouterr().out
+    config_json = tiny_run / "config.json"
+    before = config_json.read_bytes()
+    for argv in (["export", "--model", str(tiny_run), "-o", str(config_json)],
+                 ["eval", "--model", str(tiny_run), "--json", str(config_json)]):  # fmt: skip
+        assert main(argv) == 2
+        assert "is an input file" in capsys.readouterr().err
+    assert config_json.read_bytes() == before
     meta = props(path)
     assert {k: meta[k] for k in METADATA_KEYS} == deploy_metadata(TrackingEnvCfg())
     model_policy, config = load_run_policy(tiny_run)

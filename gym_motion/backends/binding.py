@@ -95,8 +95,9 @@ def check_state_rows(
     """`write_state`'s qpos (M, nq) and qvel (M, nv), M = `num_rows`, as float64 arrays.
 
     Raises:
-        ValueError: other shapes, or values that are not finite (rows named): a state is
-            written finite; NaN/Inf are what a blow-up produces, and the backends flag those.
+        ValueError: other shapes, or values that are not finite as float32 (rows named): a
+            state is written finite; NaN/Inf are what a blow-up produces, and the backends
+            flag those.
     """
     qpos, qvel = np.asarray(qpos, np.float64), np.asarray(qvel, np.float64)
     if qpos.shape != (num_rows, nq) or qvel.shape != (num_rows, nv):
@@ -104,10 +105,12 @@ def check_state_rows(
             f"write_state expects qpos ({num_rows}, {nq}) and qvel ({num_rows}, {nv}) for "
             f"{num_rows} env ids, got {qpos.shape} and {qvel.shape}"
         )
-    bad = ~(np.isfinite(qpos).all(axis=1) & np.isfinite(qvel).all(axis=1))
+    big = float(np.finfo(np.float32).max)  # the state's values reach float32 arrays
+    bad = ~((np.abs(qpos) <= big).all(axis=1) & (np.abs(qvel) <= big).all(axis=1))  # NaN: False
     if bad.any():
         raise ValueError(
-            f"write_state: qpos/qvel rows {np.flatnonzero(bad)[:10].tolist()} are not finite"
+            f"write_state: qpos/qvel rows {np.flatnonzero(bad)[:10].tolist()} are not finite "
+            "as float32"
         )
     return qpos, qvel
 

@@ -251,11 +251,11 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run_cli(args: argparse.Namespace) -> int:
-    check_output_path(args.output)
+    check_output_path(args.output, inputs=(Path(args.model) / "config.json",), make_parents=True)
     try:
         info = export_run(args.model, args.output, opset=args.opset, check=not args.no_check)
-    except RuntimeError as exc:  # the ONNX check, or torch refusing the opset: one line
-        raise SystemExit(f"gym-motion export: error: {exc}") from None
+    except RuntimeError as exc:  # the ONNX check, or torch refusing the opset: the CLI's
+        raise ValueError(str(exc)) from exc  # one-line user error (traceback with DEBUG)
     if info["max_abs_diff"] is not None:
         checked = f"onnxruntime matches torch to {info['max_abs_diff']:.1e}"
     else:

@@ -14,8 +14,8 @@ plain policy callable (obs -> actions) that `gym_motion.evaluate` runs.
 The graph: one observation input (named ``obs``, or the only input but ``time_step``), (B, D)
 float32; optionally ``time_step`` (B, 1) float32, fed the env's current motion frame (mjlab's
 exporter bakes the clip into the policy and looks its reference up by it); the actions are
-the output named ``actions`` (else the first), (B, J). A graph with a fixed batch of 1 runs
-once per env.
+the output named ``actions`` (else the only float (B, J) output), (B, J). A graph with a fixed
+batch of 1 runs once per env.
 """
 
 from __future__ import annotations
@@ -55,8 +55,8 @@ class OnnxPolicy:
     Raises:
         FileNotFoundError: no ONNX or metadata file.
         ValueError: an unreadable model, inputs it cannot be fed (other than the observation and
-            ``time_step``), or metadata that is missing or malformed (one line naming the file
-            and key).
+            ``time_step``, or not float32), no single actions output, or metadata that is
+            missing or malformed (one line naming the file and key).
     """
 
     policy_name = "onnx"  # what `gym_motion.evaluate` results call it
@@ -113,24 +113,29 @@ class OnnxPolicy:
         self.actions_output = self._actions_output(len(self.meta.joint_names))
 
     def _actions_output(self, num_joints: int) -> str:
-        """The output holding the (B, J) float actions: the one named ``"actions"``, else the
-        only (B, J) float output (J = the metadata's joint count).
+        """The output holding the (B, J) actions: the one named ``"actions"``, else the only
+        (B, J) float output (J = the metadata's joint count). Shapes ONNX Runtime cannot infer
+        (rank or width unknown) are taken on trust; float64 is cast.
 
         Raises:
-            ValueError: none or several candidates, or an ``"actions"`` output of another
-                shape or type (outputs and shapes named).
+            ValueError: none or several candidates, or an ``"actions"`` output whose known
+                shape or type cannot be the actions (outputs and shapes named).
         """
         outputs = {o.name: o for o in self.session.get_outputs()}
 
-        def fits(o) -> bool:  # float (B, J); a symbolic width is taken on trust
-            if o.type != "tensor(float)" or len(o.shape) != 2:
+        def fits(o) -> bool:
+            if o.type not in ("tensor(float)", "tensor(double)"):
                 return False
-            return not isinstance(o.shape[1], int) or o.shape[1] == num_joints
+            if not o.shape:  # rank unknown
+                return True
+            return len(o.shape) == 2 and (
+                not isinstance(o.shape[1], int) or o.shape[1] == num_joints
+            )
 
         if ACTIONS_OUTPUT in outputs:
             chosen = [ACTIONS_OUTPUT]
         else:
-            chosen = [n for n, o in outputs.items() if fits(o)]
+            chosen = [n for n, o in outputs.items() if fits(o) and o.shape]
         if len(chosen) != 1 or not fits(outputs[chosen[0]]):
             listed = ", ".join(f"{n} {o.type} {o.shape}" for n, o in outputs.items())
             raise ValueError(

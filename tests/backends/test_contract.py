@@ -251,10 +251,10 @@ def test_nonfinite_row_is_flagged_others_step_on(make, model, tmp_path, monkeypa
     monkeypatch.chdir(tmp_path)  # MuJoCo appends its warnings to ./MUJOCO_LOG.TXT
     backend = make()
     qpos, qvel = standing_states(model, np.random.default_rng(3))
-    # a hip velocity beyond float32 (inf on the float32 engines, NaN within a substep on
-    # MuJoCo); a huge but finite upward root velocity (it flies off, no contacts: a blown-up
-    # world with many contacts may overflow MuJoCo Warp's shared contact pool)
-    for column, bad in ((8, 1e300), (2, 1e6)):
+    # a hip velocity of 1e30 rad/s (the engines' arithmetic overflows within a substep); a
+    # huge but finite upward root velocity (it flies off, no contacts: a blown-up world with
+    # many contacts may overflow MuJoCo Warp's shared contact pool)
+    for column, bad in ((8, 1e30), (2, 1e6)):
         backend.write_state(np.arange(N), qpos, qvel)
         broken = qvel[1:2].copy()
         broken[0, column] = bad
@@ -270,8 +270,10 @@ def test_nonfinite_row_is_flagged_others_step_on(make, model, tmp_path, monkeypa
     # NaN is what a blow-up produces, never what is written: refused, nothing written
     nan = qpos[1:2].copy()
     nan[0, 4] = np.nan  # the root quaternion (MuJoCo Warp renormalised it away silently)
-    with pytest.raises(ValueError, match=r"rows \[0\] are not finite"):
+    with pytest.raises(ValueError, match=r"rows \[0\] are not finite as float32"):
         backend.write_state(np.array([1]), nan, qvel[1:2])
+    with pytest.raises(ValueError, match=r"rows \[0\] are not finite as float32"):
+        backend.write_state(np.array([1]), qpos[1:2], np.full_like(qvel[1:2], 1e39))
     with pytest.raises(ValueError, match="env_ids must be integers"):
         backend.write_state(np.array([0.9]), qpos[1:2], qvel[1:2])
     with pytest.raises(ValueError, match=r"BodyState.pos_w must be \(3, "):

@@ -47,7 +47,8 @@ def load_run(
     """The pieces of a `gym-motion train` run folder: the model (``model.zip``, on the CPU; PPO,
     or SAC when config.json's ``train.algo`` says so), the frozen observation statistics
     (``vecnormalize.pkl``: a `VecNormalize` without its venv, ``training`` False; None when
-    absent from a folder without config.json) and config.json (``{}`` when absent).
+    absent from a folder that is not a `gym-motion train` run, i.e. whose config.json is
+    missing or has no "train") and config.json (``{}`` when absent).
 
     Raises:
         FileNotFoundError: the folder has no model.zip, or a `gym-motion train` run folder
