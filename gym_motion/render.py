@@ -309,9 +309,14 @@ class TrackingRenderer:
             raise ValueError(f"{name} must have shape {self._robot_adr.shape}, got {qpos.shape}")
         return qpos
 
+    @property
+    def closed(self) -> bool:
+        """Whether `close` freed the OpenGL context (nothing can be drawn then)."""
+        return getattr(self, "_renderer", None) is None
+
     def close(self) -> None:
         """Free the OpenGL context (idempotent)."""
-        if getattr(self, "_renderer", None) is not None:
+        if not self.closed:
             self._renderer.close()
             self._renderer = None
 
@@ -343,7 +348,7 @@ class EnvFrames(Sequence):
             return [self[i] for i in range(*index.indices(len(self)))]
         i = range(len(self))[index]  # IndexError out of range; negative indices count back
         if i not in self._frames:
-            if self._renderer._renderer is None:
+            if self._renderer.closed:
                 raise RuntimeError("the env that rendered these frames is closed")
             ghost = None if self._ghost is None else self._ghost[i]
             self._frames[i] = self._renderer.render(self._robot[i], ghost)

@@ -283,7 +283,7 @@ def convert_csv(
     Warns:
         MotionCheckWarning: soft/hard joint limits, self or floor penetration, joint jumps.
     """
-    check_out_path(csv_path, out_path)
+    _check_out_path(csv_path, out_path)
     input_fps = check_fps(input_fps, "input_fps")
     output_fps = check_fps(output_fps, "output_fps")
     qpos = read_csv(csv_path, robot, quat_order)
@@ -387,7 +387,7 @@ def convert_gmr(
     Warns:
         MotionCheckWarning: soft/hard joint limits, self or floor penetration, joint jumps.
     """
-    check_out_path(pkl_path, out_path)
+    _check_out_path(pkl_path, out_path)
     qpos, fps = read_gmr_qpos(pkl_path, robot, quat_order)
     output_fps = fps if output_fps is None else check_fps(output_fps, "output_fps")
     return _qpos_to_clip(
@@ -429,7 +429,7 @@ def convert_motion(
             ``input_fps``; an ``input_fps`` other than the file's rate; errors of the reader.
         ValueError: a rate that is not a positive number.
     """
-    check_out_path(path, out_path)
+    _check_out_path(path, out_path)
     robot = _kinematics.default_robot() if robot is None else robot
     src = str(path)
     found = sniff(path)
@@ -487,7 +487,7 @@ def convert_motion(
     raise MotionFormatError(_unsupported(src, found.description, robot))
 
 
-def check_out_path(path: str | os.PathLike, out_path: str | os.PathLike | None) -> None:
+def _check_out_path(path: str | os.PathLike, out_path: str | os.PathLike | None) -> None:
     """Refuse an output path that cannot take the clip, before anything is read or written
     (`gym_motion.atomic.check_output_path`; None: nothing is written).
 
