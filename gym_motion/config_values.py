@@ -54,16 +54,19 @@ def integer(where: str, value: Any, *, low: int | None = None) -> int:
     return int(value)
 
 
-def interval(where: str, value: Any, *, low: float | None = None) -> tuple[float, float]:
-    """`value` as a (low, high) pair of finite numbers with low <= high (both >= `low`).
+def interval(
+    where: str, value: Any, *, low: float | None = None, low_open: bool = False
+) -> tuple[float, float]:
+    """`value` as a (low, high) pair of finite numbers with low <= high (both >= `low`, or
+    > `low` with `low_open`).
 
     Raises:
         ValueError: otherwise, naming `where` and the value.
     """
     if not _pair(value):
         raise ValueError(f"{where} must be a (low, high) pair of numbers, got {value!r}")
-    a = real(f"{where}[0]", value[0], low=low)
-    b = real(f"{where}[1]", value[1], low=low)
+    a = real(f"{where}[0]", value[0], low=low, low_open=low_open)
+    b = real(f"{where}[1]", value[1], low=low, low_open=low_open)
     if a > b:
         raise ValueError(f"{where} must have low <= high, got {value!r}")
     return a, b

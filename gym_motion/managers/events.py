@@ -68,9 +68,8 @@ class EventTermCfg:
                 f"{self.interval_s!r} for mode {self.mode!r}"
             )
         if self.interval_s is not None:
-            interval = cv.interval("EventTermCfg.interval_s", self.interval_s)
-            if interval[0] <= 0.0:
-                raise ValueError(f"EventTermCfg.interval_s must be > 0 s, got {self.interval_s!r}")
+            interval = cv.interval("EventTermCfg.interval_s", self.interval_s, low=0.0,
+                                   low_open=True)  # fmt: skip
             object.__setattr__(self, "interval_s", interval)
 
 

@@ -182,7 +182,7 @@ def _bad_configs():
         (lambda: TerminationTermCfg(print, None), r"TerminationTermCfg.params must be a dict"),
         (lambda: EventTermCfg(print, "sometimes"), r"EventTermCfg.mode must be one of"),
         (lambda: EventTermCfg(print, "interval"), r"interval_s is required for interval mode"),
-        (lambda: EventTermCfg(print, "interval", interval_s=(0.0, 1.0)), r"must be > 0 s"),
+        (lambda: EventTermCfg(print, "interval", interval_s=(0.0, 1)), r"\[0\] must be a finite"),
         (lambda: ObsTermCfg(print, 0), r"ObsTermCfg.dim must be an integer >= 1"),
         (lambda: ObsTermCfg(print, 3, nan), r"ObsTermCfg.noise"),
         (lambda: BackendCfg(num_threads=0), r"BackendCfg.num_threads must be an integer >= 1"),
