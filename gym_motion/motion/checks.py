@@ -32,7 +32,8 @@ import mujoco
 import numpy as np
 
 from gym_motion.motion import _kinematics
-from gym_motion.motion.clip import MAX_JOINT_JUMP, MotionClip
+from gym_motion.motion.arrays import MotionClip
+from gym_motion.motion.validation import MAX_JOINT_JUMP
 from gym_motion.robots.spec import FLOOR_GEOM, RobotSpec
 
 __all__ = [

@@ -17,8 +17,9 @@ import mujoco
 import numpy as np
 
 from gym_motion.motion import _kinematics
-from gym_motion.motion.clip import MotionClip, save_clip
-from gym_motion.motion.convert import clip_from_qpos
+from gym_motion.motion._convert import clip_from_qpos
+from gym_motion.motion.arrays import MotionClip
+from gym_motion.motion.npz import save_clip
 
 __all__ = ["DEFAULT_MOTION_PATH", "KEYFRAMES", "make_default_motion", "write_default_motion"]
 

@@ -38,7 +38,7 @@ from numpy._core import multiarray as _multiarray
 from numpy._core import numeric as _numeric
 
 from gym_motion.motion import _kinematics
-from gym_motion.motion.clip import MotionFormatError
+from gym_motion.motion.arrays import MotionFormatError
 from gym_motion.motion.formats import unsupported_message
 from gym_motion.robots.spec import RobotSpec
 

@@ -22,7 +22,9 @@ from pathlib import Path
 import numpy as np
 
 from gym_motion.motion import _kinematics
-from gym_motion.motion.clip import ARRAY_KEYS, MotionClip, check_fps, load_clip, rates_equal
+from gym_motion.motion.arrays import ARRAY_KEYS, MotionClip
+from gym_motion.motion.clip import load_clip
+from gym_motion.motion.rates import check_fps, rates_equal
 from gym_motion.robots.spec import RobotSpec
 
 __all__ = ["MotionLibrary", "Playback"]

@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 
 from gym_motion.motion import MotionFormatError, load_clip, save_clip
+from gym_motion.motion import arrays as arrays_module
 from gym_motion.motion import clip as clip_module
+from gym_motion.motion import npz as npz_module
 from gym_motion.robots import g1
 
 
@@ -36,7 +38,7 @@ def test_interrupted_write_leaves_the_old_file_intact(default_clip, tmp_path, mo
         fileobj.write(b"PK\x03\x04 half an archive")
         raise KeyboardInterrupt("simulated crash")
 
-    monkeypatch.setattr(clip_module, "_write_npz", crash_mid_way)
+    monkeypatch.setattr(npz_module, "_write_npz", crash_mid_way)
     shorter = dataclasses.replace(
         default_clip, **{k: getattr(default_clip, k)[:10] for k in clip_module.ARRAY_KEYS}
     )
@@ -64,7 +66,7 @@ def test_legacy_31_body_file_drops_the_world_body(default_clip, tmp_path, legacy
     world = np.zeros((default_clip.num_frames, 1, 4), np.float32)
     world[..., 0] = 1.0
     arrays = {}
-    for key, size in clip_module._BODY_VEC_SIZE.items():
+    for key, size in arrays_module.BODY_VEC_SIZE.items():
         first = world if size == 4 else np.zeros((default_clip.num_frames, 1, 3), np.float32)
         arrays[key] = np.concatenate((first, getattr(default_clip, key)), axis=1)
     path = legacy_npz(tmp_path / "l31.npz", default_clip, **arrays, fps=np.array(50, np.int32))
@@ -77,7 +79,7 @@ def test_legacy_file_with_ambiguous_body_count_asks_for_names(default_clip, tmp_
     path = legacy_npz(
         tmp_path / "l14.npz",
         default_clip,
-        **{k: getattr(default_clip, k)[:, :14] for k in clip_module._BODY_VEC_SIZE},
+        **{k: getattr(default_clip, k)[:, :14] for k in arrays_module.BODY_VEC_SIZE},
     )
     with pytest.raises(MotionFormatError, match=r"14 bodies.*pass body_names"):
         load_clip(path)
