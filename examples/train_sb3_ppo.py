@@ -22,8 +22,9 @@ from gym_motion.adapters.sb3 import (
     SB3VecEnv,
     TrackingLogCallback,
 )
-from gym_motion.adapters.sb3.train import TrainConfig, make_model
+from gym_motion.adapters.sb3.learner import make_model
 from gym_motion.envs import TrackingVecEnv
+from gym_motion.training import RunConfig
 
 
 def main() -> None:
@@ -43,7 +44,7 @@ def main() -> None:
     )
     env.reset_noise_scale = 0.0  # first episodes: the curriculum below starts from none
     venv = VecNormalize(SB3VecEnv(env), norm_obs=True, norm_reward=False)
-    model, lr = make_model(TrainConfig(num_envs=args.num_envs), venv)  # PPO_DEFAULTS
+    model, lr = make_model(RunConfig(num_envs=args.num_envs), venv)  # PPO_DEFAULTS
     model.set_logger(configure(args.out, ["stdout", "tensorboard"]))
     # reset noise from none (the reference state) to the task's (docs/task.md section 9)
     # over the first half of the steps

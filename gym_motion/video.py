@@ -1,4 +1,4 @@
-"""Videos of a policy tracking a clip: `record_video`, `Mp4Writer` and ``gym-motion render``.
+"""Videos of a policy tracking a clip: `record_video` and `Mp4Writer` (``gym-motion render``).
 
     gym-motion render --model runs/NAME --motion dance.npz -o dance.mp4
     gym-motion render --policy zero --motion dance.npz -o zero.mp4 --seconds 4
@@ -11,14 +11,11 @@ video: its frame is held for ``hold_s`` seconds. MP4 files (H.264) are written b
 ``ffmpeg`` that the ``imageio-ffmpeg`` package carries (``pip install -e ".[render]"``), through
 a temporary file renamed into place when complete, so a video path never holds a partial file.
 
-This module imports neither MuJoCo nor the RL libraries at import time: the command line
-registers ``gym-motion render`` without them.
+This module imports neither MuJoCo nor the RL libraries at import time.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import uuid
 from pathlib import Path
@@ -26,15 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gym_motion import config_values as cv
-from gym_motion.atomic import check_output_path
-from gym_motion.backends import BACKENDS
-
 if TYPE_CHECKING:
-    from gym_motion.evaluate import BindablePolicy, Policy
+    from gym_motion.envs.config import TrackingEnvCfg
+    from gym_motion.policy import BindablePolicy, Policy
     from gym_motion.render import RenderCfg
 
-__all__ = ["Mp4Writer", "read_mp4", "record_video", "register_cli"]
+__all__ = ["Mp4Writer", "read_mp4", "record_video"]
 
 
 class Mp4Writer:
@@ -158,15 +152,13 @@ def record_video(
     path: str | os.PathLike,
     policy: Policy | BindablePolicy | None,
     clip: str | os.PathLike,
+    cfg: TrackingEnvCfg | None = None,
     *,
     seconds: float | None = None,
     fps: float = 25.0,
     hold_s: float = 1.0,
     render_cfg: RenderCfg | None = None,
     obs_mode: str = "policy",
-    state_estimation: bool = True,
-    backend: str = "mujoco",
-    backend_kwargs: dict[str, Any] | None = None,
     seed: int = 0,
     playback: str = "real_time",
     progress: bool = True,
@@ -175,17 +167,19 @@ def record_video(
 
     Args:
         path: the ``.mp4`` to write (atomically; its folder must exist).
-        policy: obs -> actions (`gym_motion.evaluate.Policy`), or a `BindablePolicy` (e.g.
+        policy: obs -> actions (`gym_motion.policy.Policy`), or a `BindablePolicy` (e.g.
             `gym_motion.deploy.OnnxPolicy`, bound to the env built here); None: the zero
             action.
         clip: a clip npz (a folder: its first ``*.npz`` by name).
+        cfg: the task, robot and physics backend (default: the default task), played with
+            `gym_motion.envs.eval_cfg` (from the clip start, no noise, no randomisation).
         seconds: length of the played motion, s (default: the whole clip).
         fps: video frame rate; must divide the env's control rate (50 Hz: 50, 25, 10, ...):
             one frame every ``control rate / fps`` steps.
         hold_s: after a termination (the episode ends there), hold its frame this long, s.
         render_cfg: frame size, camera and colours (`gym_motion.render.RenderCfg`).
-        obs_mode, state_estimation: the observation `policy` takes (see `evaluate_clip`).
-        backend, backend_kwargs, seed: the env's physics backend and seed.
+        obs_mode: the observation `policy` takes, "policy" or "dict".
+        seed: the env's seed.
         playback: "real_time" or "frame_per_step" (`gym_motion.motion.Playback`).
         progress: show a progress bar (tqdm) over the control steps.
 
@@ -206,14 +200,14 @@ def record_video(
     from gymnasium.vector import AutoresetMode
     from tqdm import tqdm
 
-    from gym_motion.envs.config import TrackingEnvCfg, eval_cfg
+    from gym_motion.envs.config import eval_cfg
     from gym_motion.envs.tracking import TrackingVecEnv
-    from gym_motion.evaluate import BindablePolicy, zero_policy
     from gym_motion.motion.library import MotionLibrary
+    from gym_motion.policy import bind_policy
     from gym_motion.render import RenderCfg
 
     clip = _first_clip(clip)
-    cfg = eval_cfg(TrackingEnvCfg(state_estimation=state_estimation))
+    cfg = eval_cfg(cfg)
     rate = 1.0 / cfg.sim.control_dt
     every = round(rate / fps) if fps > 0 else 0
     if every < 1 or abs(rate / every - fps) > 1e-6:
@@ -228,23 +222,18 @@ def record_video(
     env = TrackingVecEnv(
         num_envs=1,
         motion=library,
-        backend=backend,
         cfg=cfg,
         autoreset_mode=AutoresetMode.DISABLED,
         obs_mode=obs_mode,
         max_episode_steps=horizon,
         seed=seed,
-        backend_kwargs=backend_kwargs,
         render_mode="rgb_array",
         render_cfg=render_cfg,
     )
     t0 = time.perf_counter()
     terminated_step = None
     try:
-        if isinstance(policy, BindablePolicy):
-            act = policy.bind(env)
-        else:
-            act = policy or zero_policy(env.single_action_space.shape[0])
+        act = bind_policy(policy, env)
         obs, _ = env.reset(seed=seed)
         with (
             Mp4Writer(path, render_cfg.width, render_cfg.height, rate / every) as video,
@@ -293,101 +282,3 @@ def _first_clip(clip: str | os.PathLike) -> Path:
     if not path.is_file():
         raise FileNotFoundError(f"no clip at {path}")
     return path
-
-
-# ---------------------------------------------------------------------------------------------
-# CLI
-
-
-def register_cli(subparsers: argparse._SubParsersAction) -> None:
-    """Adds ``gym-motion render`` to the CLI's subparsers."""
-    p = subparsers.add_parser(
-        "render",
-        help="write an MP4 of a policy (or zero action) tracking a clip, beside its reference",
-        description="Play a clip from its start (no randomisation, no noise) with the "
-        "deterministic policy and write an MP4: the robot, and its reference pose as a "
-        "translucent ghost, from a camera that follows the robot.",
-    )
-    from gym_motion.evaluate import add_policy_args
-
-    add_policy_args(p)
-    p.add_argument(
-        "--motion", default=None, metavar="CLIP",
-        help="clip npz (default: the run's first training clip, else the embedded default)",
-    )  # fmt: skip
-    p.add_argument("-o", "--output", required=True, help="output .mp4")
-    positive = cv.cli_number(float, 0.0, low_open=True)
-    p.add_argument("--seconds", type=positive, default=None, help="length (default: whole clip)")
-    p.add_argument("--fps", type=positive, default=25.0, help="frame rate, divides 50 (default 25)")
-    p.add_argument("--width", type=cv.cli_number(int, 2), default=640)
-    p.add_argument("--height", type=cv.cli_number(int, 2), default=480)
-    p.add_argument(
-        "--hold", type=cv.cli_number(float, 0.0), default=1.0,
-        help="seconds the frame of a termination is held",
-    )
-    p.add_argument(
-        "--frame-per-step", action="store_true",
-        help="play one clip frame per control step whatever its fps label (as mjlab trains); "
-        "default: real time",
-    )  # fmt: skip
-    p.add_argument("--backend", default="mujoco", choices=BACKENDS)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.set_defaults(func=_run_cli)
-
-
-def _run_cli(args: argparse.Namespace) -> int:
-    from gym_motion.evaluate import check_policy_args
-    from gym_motion.render import RenderCfg
-
-    check_policy_args(args, "render")
-    check_output_path(args.output)
-    policy, config, state_estimation = None, {}, None
-    if args.onnx is not None:
-        from gym_motion.deploy import OnnxPolicy
-
-        policy = OnnxPolicy(args.onnx, args.policy_meta)
-        state_estimation = policy.state_estimation
-    elif (args.policy or "model") == "model":
-        if args.model is None:
-            raise SystemExit(
-                "gym-motion render: --model RUN_DIR or --onnx POLICY.onnx is required unless "
-                "--policy zero or --policy tracker"
-            )
-        from gym_motion.evaluate import load_run_policy
-
-        policy, config = load_run_policy(args.model)
-    elif args.model is not None and (Path(args.model) / "config.json").is_file():
-        config = json.loads((Path(args.model) / "config.json").read_text())
-    train_cfg = config.get("train", {})
-    clip = args.motion or next(iter(train_cfg.get("motion") or []), None)
-    if clip is None:
-        from gym_motion.motion import DEFAULT_MOTION_PATH
-
-        clip = DEFAULT_MOTION_PATH
-    result = record_video(
-        args.output,
-        policy,
-        clip,
-        seconds=args.seconds,
-        fps=args.fps,
-        hold_s=args.hold,
-        render_cfg=RenderCfg(width=args.width, height=args.height),
-        obs_mode=train_cfg.get("obs_mode", "policy"),
-        state_estimation=(
-            train_cfg.get("state_estimation", True) if state_estimation is None
-            else state_estimation
-        ),
-        backend=args.backend,
-        seed=args.seed,
-        playback="frame_per_step" if args.frame_per_step else "real_time",
-        progress=not args.no_progress,
-    )
-    fell = result["terminated_step"]
-    print(
-        f"wrote {result['path']}: {result['frames']} frames at {result['fps']:g} fps "
-        f"({result['width']}x{result['height']}), {result['steps']} steps of "
-        f"{Path(result['clip']).name}"
-        + (f", terminated at step {fell}" if fell is not None else ", no termination")
-    )
-    return 0

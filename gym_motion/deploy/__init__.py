@@ -5,17 +5,14 @@ bodies, observation terms) and ONNX policies from any trainer run in a gym_motio
   conventions mapped onto an env's). NumPy only.
 - `DEFAULT_POLICY_PATH`: the shipped ONNX tracker of the embedded default motion.
 - `onnx_policy`: `OnnxPolicy`, an ONNX file run with onnxruntime (the ``[onnx]`` extra) and
-  bound to an env for `gym_motion.evaluate`.
+  bound to an env for `gym_motion.evaluate` (onnxruntime is imported when one is built).
 
-- `export`: `export_run`, a trained run of any supported library (`EXPORTERS`) as ONNX with
-  that metadata; each library's adapter gives its actor (`gym_motion.adapters.<library>.export`).
+A trained run is exported with this metadata by `gym_motion.training.export.export_run`.
 """
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
-from typing import Any
 
 from gym_motion.deploy.metadata import (
     DEPLOY_OBS_NAMES,
@@ -25,6 +22,7 @@ from gym_motion.deploy.metadata import (
     deploy_metadata,
     format_numbers,
 )
+from gym_motion.deploy.onnx_policy import OnnxPolicy
 
 # A PPO policy that tracks the embedded default motion to its end (400/400 steps, MPKPE 57.5 mm;
 # `gym-motion eval --policy tracker`), exported with its deploy metadata; how it was trained is
@@ -43,12 +41,3 @@ __all__ = [
     "deploy_metadata",
     "format_numbers",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    # OnnxPolicy on first use: importing this package needs no onnxruntime
-    if name == "OnnxPolicy":
-        value = importlib.import_module("gym_motion.deploy.onnx_policy").OnnxPolicy
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,10 +1,12 @@
 """An ONNX tracking policy run with onnxruntime inside a gym_motion env, whatever trained it.
 
     from gym_motion.deploy import OnnxPolicy
-    from gym_motion.evaluate import evaluate
+    from gym_motion.envs import TrackingEnvCfg
+    from gym_motion.evaluate import evaluate_policy_on_clips
 
     policy = OnnxPolicy("B_Fence1.onnx")               # metadata from the file
-    result = evaluate(policy=policy, clips=["B_Fence1.npz"], playback="frame_per_step")
+    cfg = TrackingEnvCfg(state_estimation=policy.state_estimation)
+    result = evaluate_policy_on_clips(["B_Fence1.npz"], policy, cfg, playback="frame_per_step")
 
 The policy's deploy metadata (`gym_motion.deploy.metadata`; from the ONNX ``metadata_props``,
 or from a YAML/JSON file given as `meta`, whose keys win) says its joint order, default pose,
@@ -31,7 +33,7 @@ from gym_motion.deploy.metadata import PolicyMapping, PolicyMeta, read_meta_file
 if TYPE_CHECKING:
     from gym_motion.envs.config import TrackingEnvCfg
     from gym_motion.envs.tracking import TrackingVecEnv
-    from gym_motion.evaluate import Obs, Policy
+    from gym_motion.policy import Obs, Policy
 
 __all__ = ["OBS_INPUT", "TIME_STEP_INPUT", "OnnxPolicy"]
 

@@ -8,7 +8,7 @@ Modules:
   tracking statistics in ``extras["log"]``, an episode-length buffer rsl_rl may randomise).
 - `config`: `PPO_DEFAULTS` (BeyondMimic's rsl_rl values) and `runner_cfg`, the
   ``OnPolicyRunner`` config dict.
-- `train`: ``gym-motion train --library rsl_rl`` (`TrainConfig`, `train`).
+- `learner`: `RslRlLearner`, ``gym-motion train --library rsl_rl``'s learner.
 - `policy`: a trained run folder as a policy callable for `gym_motion.evaluate`.
 
 Install with ``pip install -e ".[rsl_rl]"`` (rsl-rl-lib, tensordict, torch). The names below are
@@ -26,7 +26,6 @@ from gym_motion.adapters import lazy_exports
 if TYPE_CHECKING:
     from gym_motion.adapters.rsl_rl.config import PPO_DEFAULTS, runner_cfg
     from gym_motion.adapters.rsl_rl.policy import actor_policy, load_actor, load_run_policy
-    from gym_motion.adapters.rsl_rl.train import TrainConfig, train
     from gym_motion.adapters.rsl_rl.vec_env import RslRlVecEnv
 
 # public name -> the submodule that defines it
@@ -34,8 +33,6 @@ _SOURCES = {
     "RslRlVecEnv": "vec_env",
     "PPO_DEFAULTS": "config",
     "runner_cfg": "config",
-    "TrainConfig": "train",
-    "train": "train",
     "actor_policy": "policy",
     "load_actor": "policy",
     "load_run_policy": "policy",
@@ -44,12 +41,10 @@ _SOURCES = {
 __all__ = [
     "PPO_DEFAULTS",
     "RslRlVecEnv",
-    "TrainConfig",
     "actor_policy",
     "load_actor",
     "load_run_policy",
     "runner_cfg",
-    "train",
 ]
 
 

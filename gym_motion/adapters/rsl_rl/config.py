@@ -8,7 +8,7 @@ clipped value loss, gradient norm 1.0, actor and critic MLPs [512, 256, 128] wit
 observation normalisation, a Gaussian action distribution of initial std 1.0, a checkpoint every
 500 iterations, and episodes started at random lengths (``init_at_random_ep_len``, as Isaac
 Lab's rsl_rl training script starts them). Only the number of envs differs on a CPU (it is
-`gym_motion.adapters.rsl_rl.train.TrainConfig`'s, 256 by default).
+`gym_motion.training.RunConfig`'s ``num_envs``, 256 by default).
 
 Example::
 

@@ -1,4 +1,4 @@
-"""The deterministic actor of an rsl_rl run, for `gym-motion export` (`gym_motion.deploy.export`).
+"""The deterministic actor of an rsl_rl run, for `gym-motion export` (`gym_motion.training.export`).
 
 The module is rsl_rl's own export form of the actor (``MLPModel.as_onnx``): its empirical
 observation normaliser, the MLP, and the mean of the action distribution. Only an actor that

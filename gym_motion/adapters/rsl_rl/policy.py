@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from tensordict import TensorDict
 
-from gym_motion.evaluate import Obs, Policy
+from gym_motion.policy import Obs, Policy
 
 __all__ = ["actor_policy", "load_actor", "load_run_policy"]
 

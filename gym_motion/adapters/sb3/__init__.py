@@ -3,10 +3,10 @@
 Modules:
 
 - `vec_env`: `SB3VecEnv`, an SB3 ``VecEnv`` over a SAME_STEP `TrackingVecEnv`.
-- `callbacks`: `TrackingLogCallback` and the training callbacks (`KLAdaptiveLRCallback`,
-  `ResetNoiseCurriculum`, `ProgressBar`, `WallClockBudget`).
-- `train`: `gym-motion train`, PPO with BeyondMimic's hyperparameters (`TrainConfig`,
-  `make_env`, `make_model`, `train`).
+- `callbacks`: `TrackingLogCallback` and the training callbacks (`KLAdaptiveLR` with
+  `KLAdaptiveLRCallback`, `ResetNoiseCurriculum`, `ProgressBar`).
+- `learner`: `SB3Learner`, `gym-motion train`'s learner: PPO with BeyondMimic's
+  hyperparameters or SAC (`make_model`).
 - `policy`: a trained run folder as a policy callable for `gym_motion.evaluate`.
 
 The names below are imported on first use, so importing this package (as the command line does
@@ -23,11 +23,11 @@ from gym_motion.adapters import lazy_exports
 
 if TYPE_CHECKING:
     from gym_motion.adapters.sb3.callbacks import (
+        KLAdaptiveLR,
         KLAdaptiveLRCallback,
         ProgressBar,
         ResetNoiseCurriculum,
         TrackingLogCallback,
-        WallClockBudget,
     )
     from gym_motion.adapters.sb3.policy import load_run_policy, model_policy
     from gym_motion.adapters.sb3.vec_env import SB3VecEnv
@@ -36,21 +36,21 @@ if TYPE_CHECKING:
 _SOURCES = {
     "SB3VecEnv": "vec_env",
     "TrackingLogCallback": "callbacks",
+    "KLAdaptiveLR": "callbacks",
     "KLAdaptiveLRCallback": "callbacks",
     "ResetNoiseCurriculum": "callbacks",
     "ProgressBar": "callbacks",
-    "WallClockBudget": "callbacks",
     "load_run_policy": "policy",
     "model_policy": "policy",
 }
 
 __all__ = [
+    "KLAdaptiveLR",
     "KLAdaptiveLRCallback",
     "ProgressBar",
     "ResetNoiseCurriculum",
     "SB3VecEnv",
     "TrackingLogCallback",
-    "WallClockBudget",
     "load_run_policy",
     "model_policy",
 ]

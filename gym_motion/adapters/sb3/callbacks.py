@@ -2,42 +2,41 @@
 
 - `TrackingLogCallback`: reward terms, episodes, tracking errors and throughput to SB3's logger
   (the statistics are `gym_motion.envs.stats.TrackingStats`).
-- `KLAdaptiveLRCallback`: moves a `KLAdaptiveLR` learning rate with each update's KL.
+- `KLAdaptiveLR` and `KLAdaptiveLRCallback`: a learning rate moved with each update's KL.
 - `ResetNoiseCurriculum`: ramps the env's reset noise with the fraction of steps done.
-- `ProgressBar`: a tqdm bar over env steps. `WallClockBudget`: stops learning after a time.
-- `PeriodicEvaluation`: a deterministic evaluation (clips from their start) every K env steps.
+- `ProgressBar`: a tqdm bar over env steps.
+- `ProgressCallback`: drives `gym-motion train`'s `gym_motion.training.skeleton.Progress`.
 
 Example::
 
-    from gym_motion.adapters.sb3.train import TrainConfig, make_env, make_model
+    from gym_motion.adapters.sb3.learner import make_model
+    from gym_motion.training import RunConfig
 
-    config = TrainConfig(num_envs=64)
-    venv = make_env(config, motions=None)  # TrackingVecEnv -> SB3VecEnv -> VecNormalize
-    model, lr = make_model(config, venv)  # lr: the model's KLAdaptiveLR
+    venv = VecNormalize(SB3VecEnv(TrackingVecEnv(64, autoreset_mode="same_step")))
+    model, lr = make_model(RunConfig(num_envs=64, obs_mode="policy"), venv)
     model.learn(1_000_000, callback=[ResetNoiseCurriculum(0.5, 1_000_000),
                                      TrackingLogCallback(), KLAdaptiveLRCallback(lr)])
 """
 
 from __future__ import annotations
 
+import math
 import time
-from collections.abc import Callable
 from typing import Any
 
 from stable_baselines3.common.callbacks import BaseCallback
 
-from gym_motion.adapters.run import reset_noise_scale
-from gym_motion.adapters.sb3.train import KLAdaptiveLR
 from gym_motion.adapters.sb3.vec_env import SB3VecEnv
+from gym_motion.curriculum import reset_noise_scale
 from gym_motion.envs.stats import TrackingStats, tracking_terms
 
 __all__ = [
+    "KLAdaptiveLR",
     "KLAdaptiveLRCallback",
-    "PeriodicEvaluation",
     "ProgressBar",
+    "ProgressCallback",
     "ResetNoiseCurriculum",
     "TrackingLogCallback",
-    "WallClockBudget",
 ]
 
 
@@ -125,9 +124,36 @@ class TrackingLogCallback(BaseCallback):
         self._fresh = True
 
 
+class KLAdaptiveLR:
+    """A learning-rate "schedule" whose value `KLAdaptiveLRCallback` moves with the KL.
+
+    rsl_rl's rule: KL > 2 desired -> lr / 1.5; KL < desired / 2 -> lr * 1.5; clamped to
+    [1e-5, 1e-2]. SB3 reads the value at the start of every update. ``desired_kl=None`` keeps
+    the rate fixed.
+    """
+
+    def __init__(
+        self, lr: float, desired_kl: float | None = 0.01, lo: float = 1e-5, hi: float = 1e-2
+    ):
+        self.lr, self.lo, self.hi = float(lr), lo, hi
+        self.desired_kl = None if desired_kl is None else float(desired_kl)
+
+    def __call__(self, progress_remaining: float) -> float:
+        return self.lr
+
+    def update(self, kl: float) -> None:
+        if self.desired_kl is None or not math.isfinite(kl):
+            return
+        if kl > 2.0 * self.desired_kl:
+            self.lr = max(self.lo, self.lr / 1.5)
+        elif kl < 0.5 * self.desired_kl:
+            self.lr = min(self.hi, self.lr * 1.5)
+
+
 class KLAdaptiveLRCallback(BaseCallback):
     """Feeds the previous update's ``train/approx_kl`` to a `KLAdaptiveLR` (the model's
-    learning-rate schedule, from `make_model`) before each rollout."""
+    learning-rate schedule, from `gym_motion.adapters.sb3.learner.make_model`) before each
+    rollout."""
 
     def __init__(self, schedule: KLAdaptiveLR):
         super().__init__()
@@ -204,78 +230,43 @@ class ProgressBar(BaseCallback):
             self.bar.close()
 
 
-class WallClockBudget(BaseCallback):
-    """Stops learning after the rollout that ends past `seconds` of wall time; ``hit`` says
-    whether it did."""
+class ProgressCallback(BaseCallback):
+    """Drives a `gym-motion train` run's `gym_motion.training.skeleton.Progress` from SB3's
+    loop: after each rollout (before its update), `Progress.after_rollout` with the latest row
+    of `log` (a `TrackingLogCallback` listed before this callback) sets the reset-noise scale,
+    runs the periodic evaluation (logged as ``eval/*``) and checks the budget; the next step
+    stops learning once ``progress.stop`` is set. Logs ``curriculum/reset_noise_scale``.
 
-    def __init__(self, seconds: float):
-        super().__init__()
-        self.seconds, self.t0, self.hit = seconds, 0.0, False
-
-    def _on_training_start(self) -> None:
-        self.t0 = time.perf_counter()
-
-    def _on_step(self) -> bool:
-        return not self.hit
-
-    def _on_rollout_end(self) -> None:
-        self.hit = time.perf_counter() - self.t0 > self.seconds
-
-
-class PeriodicEvaluation(BaseCallback):
-    """Runs `evaluate` (e.g. `gym_motion.evaluate.evaluate_policy_on_clips` of the current
-    deterministic policy, clips from their start) at the first rollout end after every
-    `every_steps` env steps but the last rollout's, and at the end of training (the final
-    policy: a rollout end comes before that rollout's update).
-
-    Logs ``eval/episode_length`` (steps), ``eval/success_rate``, ``eval/mpkpe_mm`` and
-    ``eval/tracking_reward_per_clip_step`` (keys of the result's ``"mean"``); ``history`` keeps
-    ``timesteps`` and those values per evaluation, for the curves PNG.
-
-    Raises:
-        ValueError: `every_steps` < 1.
+    Args:
+        progress: the run's `Progress`. log: the run's `TrackingLogCallback`.
+        dump: write the logger's row after an evaluation (off-policy runs dump on request).
     """
 
-    KEYS = ("episode_length", "success_rate", "mpkpe_mm", "tracking_reward_per_clip_step")
+    def __init__(self, progress: Any, log: TrackingLogCallback, dump: bool = False):
+        super().__init__()
+        self.progress, self.log, self.dump = progress, log, bool(dump)
+        self._seen = 0
 
-    def __init__(
-        self,
-        every_steps: int,
-        evaluate: Callable[[], dict[str, Any]],
-        verbose: int = 0,
-        dump: bool = False,
-    ):
-        super().__init__(verbose)
-        if every_steps < 1:
-            raise ValueError(f"every_steps must be >= 1, got {every_steps}")
-        self.every_steps = int(every_steps)
-        self.dump = bool(dump)  # write the row at once (off-policy runs dump only on request)
-        self._evaluate = evaluate
-        self._next = self.every_steps
-        self._total: int | None = None
-        self.history: list[dict[str, float]] = []
+    def _new_row(self) -> dict[str, float] | None:
+        if len(self.log.history) == self._seen:
+            return None
+        self._seen = len(self.log.history)
+        return {k: v for k, v in self.log.history[-1].items() if k != "timesteps"}
 
-    def _run(self) -> None:
-        mean = self._evaluate()["mean"]
-        values = {f"eval/{k}": float(mean[k]) for k in self.KEYS if mean.get(k) is not None}
-        for key, value in values.items():
-            self.logger.record(key, value)
-        self.history.append({"timesteps": float(self.num_timesteps), **values})
-        if self.dump:
-            self.logger.dump(self.num_timesteps)
-
-    def _on_training_start(self) -> None:
-        self._total = self.locals.get("total_timesteps")
+    def _on_rollout_start(self) -> None:
+        self.logger.record("curriculum/reset_noise_scale", self.progress.scale)
 
     def _on_step(self) -> bool:
-        return True
+        return not self.progress.stop
 
     def _on_rollout_end(self) -> None:
-        last = self._total is not None and self.num_timesteps >= self._total
-        if self.num_timesteps >= self._next and not last:  # the last one: _on_training_end
-            self._run()
-            while self._next <= self.num_timesteps:
-                self._next += self.every_steps
+        values = self.progress.after_rollout(self.num_timesteps, self._new_row())
+        for key, value in values.items():
+            self.logger.record(key, value)
+        if values and self.dump:
+            self.logger.dump(self.num_timesteps)
 
     def _on_training_end(self) -> None:
-        self._run()
+        row = self._new_row()  # an off-policy run's last row, logged at the end
+        if row is not None:
+            self.progress.history.append({"timesteps": float(self.num_timesteps), **row})

@@ -1,4 +1,4 @@
-"""The deterministic actor of an SB3 run, for `gym-motion export` (`gym_motion.deploy.export`).
+"""The deterministic actor of an SB3 run, for `gym-motion export` (`gym_motion.training.export`).
 
 The module computes, for PPO, ``actions = clip(actor(clip((obs - mean) / sqrt(var + eps), -c,
 c)), -10, 10)``: VecNormalize's observation normalisation folded in, the last clip SB3's (to the

@@ -22,7 +22,7 @@ from stable_baselines3 import PPO, SAC
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecNormalize
 
-from gym_motion.evaluate import Obs, Policy
+from gym_motion.policy import Obs, Policy
 
 __all__ = ["load_run", "load_run_policy", "model_policy"]
 

@@ -10,14 +10,19 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("rsl_rl")
 
-from gym_motion.adapters.rsl_rl import distributed  # noqa: E402
-from gym_motion.adapters.rsl_rl.distributed import (  # noqa: E402
+from gym_motion.backends.threads import available_cpus  # noqa: E402
+from gym_motion.training import RunConfig, RunFolder, distributed, train  # noqa: E402
+from gym_motion.training.distributed import (  # noqa: E402
     RankSettings,
     cpu_block,
+    for_rank,
     rank_settings,
 )
-from gym_motion.adapters.rsl_rl.train import TrainConfig, train  # noqa: E402
-from gym_motion.backends.threads import available_cpus  # noqa: E402
+
+
+def TrainConfig(**kwargs) -> RunConfig:  # noqa: N802
+    """An rsl_rl run without the final video (tests/test_run_folder.py makes one)."""
+    return RunConfig(library="rsl_rl", **{"video_seconds": 0.0, **kwargs})
 
 TORCHRUN_RANK_5 = {"WORLD_SIZE": "16", "RANK": "5", "LOCAL_RANK": "5", "LOCAL_WORLD_SIZE": "8"}
 
@@ -67,7 +72,10 @@ def test_single_rank_distributed_run_writes_the_run(tmp_path):
     assert summary["env_steps"] == 32 and "after" in summary and "ranks" not in summary
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert config["ranks"] == 1 and config["train"]["distributed"] is True
-    assert config["train"]["backend_kwargs"]["cpu_ids"] == list(available_cpus())
+    # the run records the task as given; each rank pins its own CPU block when it starts
+    assert RunFolder(tmp_path / "run").env_cfg().backend.cpu_ids is None
+    ranked, rank = for_rank(TrainConfig(distributed=True))
+    assert rank.world_size == 1 and ranked.env.backend.cpu_ids == tuple(available_cpus())
 
 
 def test_a_rank_other_than_0_writes_nothing(tmp_path, monkeypatch):

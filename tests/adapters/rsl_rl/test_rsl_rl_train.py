@@ -12,9 +12,8 @@ pytest.importorskip("torch")
 pytest.importorskip("rsl_rl")
 
 from gym_motion.adapters.rsl_rl.config import PPO_DEFAULTS, runner_cfg  # noqa: E402
-from gym_motion.adapters.rsl_rl.train import TrainConfig, train  # noqa: E402
 from gym_motion.cli import build_parser, main  # noqa: E402
-from gym_motion.evaluate import evaluate, load_run_policy  # noqa: E402
+from gym_motion.training import RunConfig, RunFolder, train, train_env_cfg  # noqa: E402
 
 RUN_FILES = ("model.pt", "config.json", "summary.json", "training_curves.png")
 SUMMARY_KEYS = {"run", "library", "interrupted", "stopped_by", "env_steps", "iterations",
@@ -22,11 +21,16 @@ SUMMARY_KEYS = {"run", "library", "interrupted", "stopped_by", "env_steps", "ite
                 "reset_noise_scale_final", "before", "after", "after_vs_before"}  # fmt: skip
 
 
+def TrainConfig(**kwargs) -> RunConfig:  # noqa: N802
+    """An rsl_rl run without the final video (tests/test_run_folder.py makes one)."""
+    return RunConfig(library="rsl_rl", **{"video_seconds": 0.0, **kwargs})
+
+
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("runs") / "rsl"
     argv = ["train", "--library", "rsl_rl", "--num-envs", "4", "--total-steps", "200",
-            "--seed", "1", "--out", str(out), "--eval-every", "100",
+            "--seed", "1", "--out", str(out), "--eval-every", "100", "--no-video",
             "--ppo", "hidden_dims=[32,32]"]  # fmt: skip
     assert main(argv) == 0
     return out
@@ -45,9 +49,9 @@ def test_beyondmimic_settings_in_rsl_rl_form():
     assert runner_cfg(obs_mode="policy")["obs_groups"] == {"actor": ["policy"],
                                                            "critic": ["policy"]}  # fmt: skip
     with pytest.raises(ValueError, match="unknown rsl_rl PPO settings"):
-        TrainConfig(ppo={"n_steps": 8})
+        train(TrainConfig(ppo={"n_steps": 8}, out="/nonexistent/never"))
     with pytest.raises(ValueError, match="sampling must be one of"):
-        TrainConfig(sampling="start")  # refused before any work, as for SB3 runs
+        train_env_cfg(sampling="start")  # refused before any work, as for SB3 runs
     assert PPO_DEFAULTS["init_at_random_ep_len"] is True
 
 
@@ -95,10 +99,10 @@ def test_tensorboard_has_rsl_rl_and_tracking_keys(tiny_run):
 
 
 def test_eval_loads_the_run_and_repeats_the_after_training_result(tiny_run, capsys):
-    policy, config = load_run_policy(tiny_run)
-    assert config["library"] == "rsl_rl"
+    folder = RunFolder(tiny_run)
+    assert folder.library() == "rsl_rl"
     summary = json.loads((tiny_run / "summary.json").read_text())
-    result = evaluate(tiny_run)
+    result = folder.evaluate()
     assert result["mean"] == pytest.approx(summary["after"]["mean"])
     assert main(["eval", "--model", str(tiny_run), "--max-seconds", "0.5"]) == 0
     assert "mpkpe_mm" in capsys.readouterr().out
@@ -113,9 +117,9 @@ def test_export_then_eval_onnx_gives_the_actors_actions_and_episode(
     import onnx
 
     from gym_motion.deploy import METADATA_KEYS, OnnxPolicy, deploy_metadata
-    from gym_motion.deploy.export import export_run
     from gym_motion.envs.config import TrackingEnvCfg, eval_cfg
     from gym_motion.envs.tracking import TrackingVecEnv
+    from gym_motion.training.export import export_run
 
     path = tiny_run / "policy.onnx"
     assert main(["export", "--model", str(tiny_run), "-o", str(path)]) == 0
@@ -123,7 +127,7 @@ def test_export_then_eval_onnx_gives_the_actors_actions_and_episode(
     assert "(rsl_rl run)" in out and "onnxruntime matches torch" in out
     meta = {p.key: p.value for p in onnx.load(str(path)).metadata_props}
     assert {k: meta[k] for k in METADATA_KEYS} == deploy_metadata(TrackingEnvCfg())
-    model_policy, _ = load_run_policy(tiny_run)
+    model_policy = RunFolder(tiny_run).policy()
     env = TrackingVecEnv(3, cfg=eval_cfg(), obs_mode="dict", seed=0)
     try:
         onnx_policy = OnnxPolicy(path).bind(env)
@@ -145,7 +149,7 @@ def test_export_then_eval_onnx_gives_the_actors_actions_and_episode(
     with pytest.raises(ValueError, match=r"actor reads the observation groups \['policy', 'crit"):
         export_run(bad, bad / "x.onnx")
     (bad / "config.json").write_text(json.dumps(config | {"library": "rllib"}))
-    with pytest.raises(ValueError, match="library 'rllib', which gym_motion cannot export"):
+    with pytest.raises(ValueError, match="library 'rllib', which gym_motion cannot train or lo"):
         export_run(bad, bad / "x.onnx")
     assert not (bad / "x.onnx").exists()
 
@@ -184,7 +188,8 @@ def test_ctrl_c_in_the_final_evaluation_keeps_the_model_and_summary(tmp_path, mo
             raise KeyboardInterrupt
         return evaluate_policy_on_clips(*args, **kwargs)
 
-    monkeypatch.setattr("gym_motion.evaluate.evaluate_policy_on_clips", evaluate_then_interrupt)
+    monkeypatch.setattr("gym_motion.training.skeleton.evaluate_policy_on_clips",
+                        evaluate_then_interrupt)  # fmt: skip
     out = tmp_path / "run"
     summary = train(TrainConfig(num_envs=2, total_steps=16, eval_every_steps=1_000_000,
                                 ppo={"hidden_dims": [16], "num_steps_per_env": 8}, out=str(out),

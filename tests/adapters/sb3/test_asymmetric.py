@@ -9,7 +9,20 @@ import torch
 pytest.importorskip("stable_baselines3")
 
 from gym_motion.adapters.sb3.asymmetric import AsymmetricActorCriticPolicy  # noqa: E402
-from gym_motion.adapters.sb3.train import TrainConfig, make_env, make_model  # noqa: E402
+from gym_motion.adapters.sb3.learner import make_model  # noqa: E402
+from gym_motion.training import RunConfig  # noqa: E402
+
+
+def make_env(config: RunConfig):
+    """The training env of `gym-motion train`'s SB3 learner for `config`."""
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    from gym_motion.adapters.sb3.vec_env import SB3VecEnv
+    from gym_motion.envs import TrackingVecEnv
+
+    env = TrackingVecEnv(config.num_envs, cfg=config.env, autoreset_mode="same_step",
+                         obs_mode=config.obs_mode, seed=config.seed)  # fmt: skip
+    return VecNormalize(SB3VecEnv(env), norm_obs=True, norm_reward=False, clip_obs=10.0)
 
 
 def first_linear(module: torch.nn.Module) -> torch.nn.Linear:
@@ -17,8 +30,8 @@ def first_linear(module: torch.nn.Module) -> torch.nn.Linear:
 
 
 def test_default_training_policy_is_asymmetric_with_group_sized_inputs():
-    config = TrainConfig(num_envs=4, ppo={"n_steps": 8})
-    venv = make_env(config, None)
+    config = RunConfig(num_envs=4, ppo={"n_steps": 8})
+    venv = make_env(config)
     model, _ = make_model(config, venv)
     policy = model.policy
     assert isinstance(policy, AsymmetricActorCriticPolicy)
@@ -42,8 +55,8 @@ def test_default_training_policy_is_asymmetric_with_group_sized_inputs():
 
 
 def test_policy_mode_keeps_one_flat_observation_for_both_networks():
-    config = TrainConfig(num_envs=4, obs_mode="policy", ppo={"n_steps": 8})
-    venv = make_env(config, None)
+    config = RunConfig(num_envs=4, obs_mode="policy", ppo={"n_steps": 8})
+    venv = make_env(config)
     model, _ = make_model(config, venv)
     assert not isinstance(model.policy, AsymmetricActorCriticPolicy)
     assert first_linear(model.policy.mlp_extractor.policy_net).in_features == 160

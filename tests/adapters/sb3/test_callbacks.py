@@ -13,13 +13,15 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 import gym_motion.adapters.sb3 as sb3
 from gym_motion.adapters.sb3 import KLAdaptiveLRCallback, SB3VecEnv, TrackingLogCallback
-from gym_motion.adapters.sb3.train import KLAdaptiveLR, TrainConfig, make_model
+from gym_motion.adapters.sb3.callbacks import KLAdaptiveLR
+from gym_motion.adapters.sb3.learner import make_model
 from gym_motion.envs import TrackingEnv, TrackingVecEnv
 from gym_motion.robots import g1
+from gym_motion.training import RunConfig
 
 
 def test_ppo_learns_under_vecnormalize(tmp_path):
-    config = TrainConfig(num_envs=8, seed=0, obs_mode="policy")
+    config = RunConfig(num_envs=8, seed=0, obs_mode="policy")
     env = TrackingVecEnv(num_envs=8, autoreset_mode="SameStep", max_episode_steps=40, seed=0)
     venv = VecNormalize(SB3VecEnv(env), norm_reward=False)
     model, _ = make_model(config, venv)
@@ -48,7 +50,7 @@ def test_kl_callback_moves_the_learning_rate_with_the_logged_kl(tmp_path):
     env = TrackingVecEnv(num_envs=2, autoreset_mode="SameStep", seed=0)
     venv = SB3VecEnv(env)
     model, schedule = make_model(
-        TrainConfig(num_envs=2, obs_mode="policy", ppo={"learning_rate": 1e-3}), venv
+        RunConfig(num_envs=2, obs_mode="policy", ppo={"learning_rate": 1e-3}), venv
     )
     assert isinstance(schedule, KLAdaptiveLR) and schedule.desired_kl == 0.02
     model.set_logger(configure(str(tmp_path), ["csv"]))

@@ -7,14 +7,16 @@ import json
 
 import pytest
 
-from gym_motion.adapters.run import reset_noise_scale
-from gym_motion.adapters.sb3.train import KLAdaptiveLR, TrainConfig, train
+from gym_motion.adapters.sb3.callbacks import KLAdaptiveLR
 from gym_motion.cli import build_parser, main
+from gym_motion.cli.train import print_summary, run_config
+from gym_motion.curriculum import reset_noise_scale
+from gym_motion.training import RunConfig, RunFolder, train, train_env_cfg
 
 RUN_FILES = ("model.zip", "vecnormalize.pkl", "config.json", "summary.json",
              "training_curves.png", "progress.csv")  # fmt: skip
 
-SUMMARY_KEYS = {"run", "interrupted", "stopped_by", "env_steps", "train_wall_s",
+SUMMARY_KEYS = {"run", "library", "interrupted", "stopped_by", "env_steps", "train_wall_s",
                 "env_steps_per_s_overall", "env_steps_per_s_rollout", "reset_noise_scale_final",
                 "before", "after", "after_vs_before", "video"}  # fmt: skip
 
@@ -44,7 +46,7 @@ def test_reset_noise_ramp():
     ]  # fmt: skip
     assert reset_noise_scale(0.0, 0.0) == 1.0
     with pytest.raises(ValueError, match="reset_noise_ramp"):
-        TrainConfig(reset_noise_ramp=1.5)
+        RunConfig(reset_noise_ramp=1.5)
 
 
 def test_train_cli_flags_and_defaults():
@@ -58,11 +60,14 @@ def test_train_cli_flags_and_defaults():
         "distributed": False, "algo": "ppo", "sac": [], "sampling": "uniform",
     }  # fmt: skip
     # the observation mode follows the algorithm unless given
-    from gym_motion.adapters.run import config_from_args
-
     for argv, mode in ((["train"], "dict"), (["train", "--algo", "sac"], "policy"),
                        (["train", "--obs-mode", "policy"], "policy")):  # fmt: skip
-        assert config_from_args(build_parser().parse_args(argv))["obs_mode"] == mode
+        assert run_config(build_parser().parse_args(argv)).obs_mode == mode
+    # task flags land in the run's TrackingEnvCfg
+    argv = ["train", "--no-state-estimation", "--sampling", "adaptive", "--num-threads", "1"]
+    env = run_config(build_parser().parse_args(argv)).env
+    assert not env.state_estimation and env.sampling.mode == "adaptive"
+    assert env.backend.name == "mujoco" and env.backend.num_threads == 1
 
 
 @pytest.fixture(scope="module")
@@ -160,8 +165,8 @@ def test_ctrl_c_saves_a_checkpoint(tmp_path, monkeypatch):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(PPO, "learn", interrupted)
-    summary = train(TrainConfig(num_envs=2, total_steps=100, out=str(tmp_path / "run"),
-                                eval_max_seconds=0.1))  # fmt: skip
+    summary = train(RunConfig(num_envs=2, total_steps=100, out=str(tmp_path / "run"),
+                              eval_max_seconds=0.1))  # fmt: skip
     assert summary["interrupted"] and "after" not in summary
     for name in ("model.zip", "vecnormalize.pkl", "summary.json", "config.json"):
         assert (tmp_path / "run" / name).is_file(), name
@@ -169,7 +174,6 @@ def test_ctrl_c_saves_a_checkpoint(tmp_path, monkeypatch):
 
 def test_ctrl_c_during_the_final_evaluation_still_writes_the_summary(tmp_path, monkeypatch,
                                                                     capsys):  # fmt: skip
-    from gym_motion.adapters.run import print_summary
     from gym_motion.evaluate import evaluate_policy_on_clips
 
     calls = []
@@ -180,9 +184,9 @@ def test_ctrl_c_during_the_final_evaluation_still_writes_the_summary(tmp_path, m
             raise KeyboardInterrupt
         return evaluate_policy_on_clips(*args, **kwargs)
 
-    monkeypatch.setattr("gym_motion.evaluate.evaluate_policy_on_clips", evaluate)
-    config = TrainConfig(num_envs=2, total_steps=100, eval_every_steps=0,
-                         out=str(tmp_path / "run"), eval_max_seconds=0.1)  # fmt: skip
+    monkeypatch.setattr("gym_motion.training.skeleton.evaluate_policy_on_clips", evaluate)
+    config = RunConfig(num_envs=2, total_steps=100, eval_every_steps=0,
+                       out=str(tmp_path / "run"), eval_max_seconds=0.1)  # fmt: skip
     summary = train(config)
     assert summary["interrupted"] and "after" not in summary and len(calls) == 2
     saved = json.loads((tmp_path / "run" / "summary.json").read_text())
@@ -192,10 +196,8 @@ def test_ctrl_c_during_the_final_evaluation_still_writes_the_summary(tmp_path, m
 
 
 def test_wall_clock_budget_stops_learning_and_the_summary_says_so(tmp_path, capsys):
-    from gym_motion.adapters.run import print_summary
-
-    summary = train(TrainConfig(num_envs=2, total_steps=100_000, max_minutes=1e-4,
-                                out=str(tmp_path / "run"), eval_max_seconds=0.1))  # fmt: skip
+    summary = train(RunConfig(num_envs=2, total_steps=100_000, max_minutes=1e-4,
+                              out=str(tmp_path / "run"), eval_max_seconds=0.1))  # fmt: skip
     assert summary["stopped_by"] == "max_minutes"
     assert summary["env_steps"] < 96  # one rollout of 24 steps x 2 envs (and one step)
     assert "after" in summary
@@ -219,20 +221,21 @@ def test_cli_user_errors_are_one_line_with_exit_code_2(tiny_run, capsys):
 def test_sac_run_logs_evaluates_and_exports(tmp_path, monkeypatch, capsys):
     import numpy as np
 
-    from gym_motion.adapters.sb3 import train as train_module
-    from gym_motion.adapters.sb3.policy import load_run, load_run_policy
-    from gym_motion.evaluate import evaluate
+    from gym_motion.adapters.sb3 import learner as learner_module
+    from gym_motion.adapters.sb3.policy import load_run
 
     with pytest.raises(ValueError, match="algo 'sac' trains on obs_mode 'policy'"):
-        TrainConfig(algo="sac")
+        train(RunConfig(algo="sac", out=str(tmp_path / "no")))
     with pytest.raises(ValueError, match=r"unknown SAC settings \['n_steps'\]"):
-        TrainConfig(algo="sac", obs_mode="policy", sac={"n_steps": 8})
+        train(RunConfig(algo="sac", obs_mode="policy", sac={"n_steps": 8},
+                        out=str(tmp_path / "no")))  # fmt: skip
+    assert not (tmp_path / "no").exists()  # refused before any work
     assert main(["train", "--library", "rsl_rl", "--algo", "sac"]) == 2
-    assert "--algo sac is an sb3 algorithm" in capsys.readouterr().err
+    assert "algo 'sac' is an sb3 algorithm" in capsys.readouterr().err
 
-    monkeypatch.setattr(train_module, "SAC_LOG_EVERY", 256)
+    monkeypatch.setattr(learner_module, "SAC_LOG_EVERY", 256)
     out = tmp_path / "sac"
-    summary = train(TrainConfig(
+    summary = train(RunConfig(
         num_envs=4, total_steps=1200, algo="sac", obs_mode="policy", out=str(out),
         eval_every_steps=600, video_seconds=0.0,
         sac={"learning_starts": 256, "batch_size": 64, "net_arch": [32, 32]},
@@ -250,16 +253,16 @@ def test_sac_run_logs_evaluates_and_exports(tmp_path, monkeypatch, capsys):
     assert [r["eval/episode_length"] != "" for r in rows].count(True) == 2
     assert rows[-1]["eval/episode_length"] and not rows[-2]["eval/episode_length"]
     assert all(float(r["episode/length"]) > 0 for r in rows if r["episode/length"])
-    assert evaluate(out)["mean"] == pytest.approx(summary["after"]["mean"])
+    assert RunFolder(out).evaluate()["mean"] == pytest.approx(summary["after"]["mean"])
 
     pytest.importorskip("onnxruntime")
     from gym_motion.deploy import OnnxPolicy
-    from gym_motion.deploy.export import export_run
     from gym_motion.envs.config import eval_cfg
     from gym_motion.envs.tracking import TrackingVecEnv
+    from gym_motion.training.export import export_run
 
     export_run(out, out / "p.onnx")
-    policy, _ = load_run_policy(out)
+    policy = RunFolder(out).policy()
     env = TrackingVecEnv(2, cfg=eval_cfg(), obs_mode="policy", seed=0)
     try:
         onnx_policy = OnnxPolicy(out / "p.onnx").bind(env)
@@ -274,25 +277,28 @@ def test_sac_run_logs_evaluates_and_exports(tmp_path, monkeypatch, capsys):
 
 
 def test_training_sampling_follows_the_config():
-    from gym_motion.adapters.run import task_cfg
-    from gym_motion.adapters.sb3.train import make_env
-    from gym_motion.envs.config import TrackingEnvCfg
-    from gym_motion.motion import DEFAULT_MOTION_PATH
+    from dataclasses import replace
 
-    assert task_cfg(TrainConfig()).sampling.mode == "uniform"
-    assert task_cfg(TrainConfig(sampling="adaptive")).sampling == TrackingEnvCfg().sampling
+    from gym_motion.envs.config import TrackingEnvCfg
+    from gym_motion.envs.tracking import TrackingVecEnv
+
+    assert RunConfig().env.sampling.mode == "uniform"
+    assert train_env_cfg(sampling="adaptive").sampling == TrackingEnvCfg().sampling
     with pytest.raises(ValueError, match="sampling must be one of"):
-        TrainConfig(sampling="start")
+        train_env_cfg(sampling="start")
+    start = TrackingEnvCfg()
+    with pytest.raises(ValueError, match="sampling.mode must be one of"):
+        RunConfig(env=replace(start, sampling=replace(start.sampling, mode="start")))
     for mode in ("uniform", "adaptive"):
-        venv = make_env(TrainConfig(num_envs=2, sampling=mode), [str(DEFAULT_MOTION_PATH)])
-        assert venv.unwrapped.venv.command.sampler.mode == mode
-        venv.close()
+        env = TrackingVecEnv(2, cfg=RunConfig(env=train_env_cfg(sampling=mode)).env)
+        assert env.command.sampler.mode == mode
+        env.close()
 
 
 def test_run_motions_are_recorded_as_absolute_paths(tmp_path, monkeypatch):
     """`eval`, `render` and `export` read the clips from the run's config.json, from any
     folder: a path relative to where training started was not found elsewhere."""
-    from gym_motion.adapters.run import train_motions
+    from gym_motion.training.skeleton import train_motions
 
     monkeypatch.chdir(tmp_path)
     assert train_motions(["clips/jazz.npz", str(tmp_path / "b.npz")]) == [

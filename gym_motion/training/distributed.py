@@ -1,4 +1,4 @@
-"""One rank of a ``torchrun`` data-parallel rsl_rl run: its device, seed and block of CPU cores.
+"""One rank of a ``torchrun`` data-parallel run: its device, seed and block of CPU cores.
 
 ``torchrun`` starts one process per rank and tells each who it is through environment variables
 (``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``, ``LOCAL_WORLD_SIZE``). rsl_rl's ``OnPolicyRunner``
@@ -23,9 +23,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
-__all__ = ["RankSettings", "cpu_block", "pin_process", "rank_settings"]
+if TYPE_CHECKING:
+    from gym_motion.training.config import RunConfig
+
+__all__ = ["RankSettings", "cpu_block", "for_rank", "pin_process", "rank_settings"]
 
 
 @dataclass(frozen=True)
@@ -157,3 +161,23 @@ def pin_process(settings: RankSettings) -> bool:
 
     torch.set_num_threads(len(settings.cpu_ids))
     return True
+
+
+def for_rank(config: RunConfig) -> tuple[RunConfig, RankSettings | None]:
+    """`config` as this process runs it, and its `RankSettings` (None unless
+    ``config.distributed``): device, seed + rank, and the rank's CPU block (pinned now, before
+    any thread starts) for the mujoco backend's threads or, with mjwarp, the rank's GPU.
+
+    Raises:
+        ValueError: see `rank_settings`.
+    """
+    if not config.distributed:
+        return config, None
+    rank = rank_settings(config.seed, config.device)
+    pin_process(rank)
+    env = config.env
+    if env.backend.name == "mujoco":
+        env = env.updated(backend_kwargs={"cpu_ids": list(rank.cpu_ids)})
+    elif env.backend.name == "mjwarp" and rank.distributed:
+        env = env.updated(backend_kwargs={"device": rank.device})
+    return replace(config, env=env, device=rank.device, seed=rank.seed), rank

@@ -1,0 +1,306 @@
+"""Stable-Baselines3 in `gym-motion train` (``--library sb3``, the default): PPO or SAC.
+
+    gym-motion train                           # embedded default motion, <= 12 min of learning
+    gym-motion train --motion dance.npz --num-envs 256 --total-steps 5000000 --out runs/dance
+
+`SB3Learner` is this library's `gym_motion.training.skeleton.Learner`. Its run folder holds,
+besides what every run has (`gym_motion.training.train`): ``model.zip`` (the SB3 model),
+``vecnormalize.pkl`` (observation normalisation statistics), TensorBoard events and
+``progress.csv`` (SB3's logger plus `TrackingLogCallback`'s keys).
+
+PPO hyperparameters (`PPO_DEFAULTS`) follow BeyondMimic's rsl_rl PPO configuration for the
+G1 tracking task (whole_body_tracking, itself rsl_rl's defaults), adapted to SB3 on a CPU: 256
+envs, 8 epochs, learning rate 5e-4 adapted once per update to a desired KL of 0.02, initial
+action std 0.37, and the skeleton's reset-noise ramp (none to docs/task.md section 9's over the
+first half of the steps). Why each differs from rsl_rl, with the runs that measured it, is in
+docs/measurements.md.
+
+``algo="sac"`` trains SB3's SAC instead (`SAC_DEFAULTS`): the flat policy observation for actor
+and critics, 4 gradient steps of batch 1024 per 4 vector steps (1024 transitions at 256 envs),
+a 10^6-transition buffer, tau 0.01, entropy coefficient learnt from 0.01, actions squashed into
+[-1, 1] (``action_bound``, the env's declared action space). It is the off-policy comparison of
+docs/measurements.md, not the default.
+
+SB3 and torch are imported inside the functions that use them: the registry of libraries
+imports this module, and the command line must start fast, and without them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gym_motion.policy import Policy
+
+if TYPE_CHECKING:
+    from gym_motion.training.config import RunConfig
+    from gym_motion.training.skeleton import Progress
+
+__all__ = ["PPO_DEFAULTS", "SAC_DEFAULTS", "SB3Learner", "make_model", "resolved_settings"]
+
+# BeyondMimic / rsl_rl PPO values (see the module docstring for the adaptations).
+PPO_DEFAULTS: dict[str, Any] = {
+    "learning_rate": 5e-4,
+    "desired_kl": 0.02,
+    "target_kl": 0.05,
+    "n_steps": 24,
+    "n_epochs": 8,
+    "num_minibatches": 4,
+    "gamma": 0.99,
+    "gae_lambda": 0.95,
+    "clip_range": 0.2,
+    "ent_coef": 0.005,
+    "vf_coef": 1.0,
+    "max_grad_norm": 1.0,
+    "log_std_init": -1.0,
+    "net_arch": [512, 256, 128],
+    "activation": "elu",
+}
+
+# SAC (``--algo sac``) for many envs on a CPU: one gradient step per `gradient_steps` of the
+# envs' transitions, large batches; see the module docstring.
+SAC_DEFAULTS: dict[str, Any] = {
+    "learning_rate": 3e-4,
+    "buffer_size": 1_000_000,
+    "learning_starts": 2048,
+    "batch_size": 1024,
+    "tau": 0.01,
+    "gamma": 0.99,
+    "train_freq": 4,
+    "gradient_steps": 4,
+    "ent_coef": "auto_0.01",
+    # SAC squashes into +-action_bound and starts with a wide policy: at +-4 the first 250 k
+    # steps' episodes lasted 4-5 steps, at +-1 (a quarter to half a radian per joint) 40-55
+    "action_bound": 1.0,
+    "net_arch": [512, 256, 128],
+    "activation": "elu",
+}
+ALGOS = ("ppo", "sac")
+SAC_LOG_EVERY = 6144  # env steps per logged row of a SAC run (one default PPO rollout)
+
+
+
+def resolved_settings(config: RunConfig) -> dict[str, Any]:
+    """The hyperparameters of ``config.algo``: its defaults with ``config.ppo`` or
+    ``config.sac`` applied.
+
+    Raises:
+        ValueError: an unknown algorithm or setting (named, with the known ones).
+    """
+    if config.algo not in ALGOS:
+        raise ValueError(f"algo must be one of {ALGOS} with library sb3, got {config.algo!r}")
+    for name, defaults in (("ppo", PPO_DEFAULTS), ("sac", SAC_DEFAULTS)):
+        unknown = set(getattr(config, name)) - set(defaults)
+        if unknown:
+            raise ValueError(f"unknown {name.upper()} settings {sorted(unknown)}; known: "
+                             f"{list(defaults)}")  # fmt: skip
+    name, defaults = ("sac", SAC_DEFAULTS) if config.algo == "sac" else ("ppo", PPO_DEFAULTS)
+    overrides = getattr(config, name)
+    return {**defaults, **overrides}
+
+
+ACTIVATIONS = ("elu", "relu", "tanh")
+
+
+def _activation(name: str):
+    import torch
+
+    if name not in ACTIVATIONS:
+        raise ValueError(f"activation must be one of {ACTIVATIONS}, got {name!r}")
+    return {"elu": torch.nn.ELU, "relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}[name]
+
+
+def make_model(config: RunConfig, venv, tensorboard_dir: str | None = None):
+    """The model of `config.algo` with `config`'s hyperparameters; returns (model, learning-rate
+    schedule: a `KLAdaptiveLR` for PPO, None for SAC)."""
+    import gymnasium as gym
+
+    if (config.obs_mode == "dict") != isinstance(venv.observation_space, gym.spaces.Dict):
+        raise ValueError(
+            f"obs_mode {config.obs_mode!r} needs an env built with obs_mode={config.obs_mode!r}; "
+            f"got observation space {venv.observation_space}"
+        )
+    if config.algo == "sac":
+        return _make_sac(config, venv, tensorboard_dir), None
+    from stable_baselines3 import PPO
+
+    p = resolved_settings(config)
+    rollout = p["n_steps"] * config.num_envs
+    batch = max(1, rollout // p["num_minibatches"])
+    from gym_motion.adapters.sb3.callbacks import KLAdaptiveLR
+
+    schedule = KLAdaptiveLR(p["learning_rate"], p["desired_kl"])
+    arch = list(p["net_arch"])
+    from gym_motion.adapters.sb3.asymmetric import AsymmetricActorCriticPolicy
+
+    model = PPO(
+        AsymmetricActorCriticPolicy if config.obs_mode == "dict" else "MlpPolicy",
+        venv,
+        learning_rate=schedule,
+        n_steps=p["n_steps"],
+        batch_size=batch,
+        n_epochs=p["n_epochs"],
+        gamma=p["gamma"],
+        gae_lambda=p["gae_lambda"],
+        clip_range=p["clip_range"],
+        ent_coef=p["ent_coef"],
+        vf_coef=p["vf_coef"],
+        max_grad_norm=p["max_grad_norm"],
+        target_kl=p["target_kl"],
+        policy_kwargs={
+            "net_arch": {"pi": arch, "vf": arch},
+            "activation_fn": _activation(p["activation"]),
+            "log_std_init": p["log_std_init"],
+        },
+        tensorboard_log=tensorboard_dir,
+        seed=config.seed,
+        device="cpu",
+        verbose=0,
+    )
+    return model, schedule
+
+
+def _make_sac(config: RunConfig, venv, tensorboard_dir: str | None):
+    """SB3's SAC on the flat policy observation, `SAC_DEFAULTS` overridden by `config.sac`.
+    ``train_freq`` and ``gradient_steps`` count vector steps (each is ``num_envs``
+    transitions); ``action_bound`` is the env's declared action range (SAC squashes into it)."""
+    from stable_baselines3 import SAC
+
+    p = resolved_settings(config)
+    return SAC(
+        "MlpPolicy",
+        venv,
+        learning_rate=p["learning_rate"],
+        buffer_size=p["buffer_size"],
+        learning_starts=p["learning_starts"],
+        batch_size=p["batch_size"],
+        tau=p["tau"],
+        gamma=p["gamma"],
+        train_freq=(p["train_freq"], "step"),
+        gradient_steps=p["gradient_steps"],
+        ent_coef=p["ent_coef"],
+        policy_kwargs={
+            "net_arch": list(p["net_arch"]),
+            "activation_fn": _activation(p["activation"]),
+        },  # fmt: skip
+        tensorboard_log=tensorboard_dir,
+        seed=config.seed,
+        device="cpu",
+        verbose=0,
+    )
+
+
+
+
+class SB3Learner:
+    """Stable-Baselines3's PPO or SAC as a `gym_motion.training.skeleton.Learner`: the env is
+    wrapped as `SB3VecEnv` under ``VecNormalize`` (observations only, clipped at 10), the model
+    built by `make_model`, and SB3's own ``learn`` loop runs with `TrackingLogCallback`,
+    a progress bar, the KL-adaptive learning rate (PPO) and `ProgressCallback`."""
+
+    model_file = "model.zip"
+
+    @classmethod
+    def check(cls, config: RunConfig) -> None:
+        """Raises ValueError for settings SB3 cannot run (unknown algorithm or settings, SAC
+        on dict observations, a distributed run)."""
+        resolved_settings(config)
+        if config.algo == "sac" and config.obs_mode != "policy":
+            raise ValueError(
+                "algo 'sac' trains on obs_mode 'policy' (SB3's SAC feeds every observation "
+                f"group to its actor), got obs_mode {config.obs_mode!r}"
+            )
+        if config.distributed:
+            raise ValueError("distributed runs train with library rsl_rl, not sb3")
+        if config.device != "cpu":
+            raise ValueError(f"library sb3 trains on the CPU, got device {config.device!r}")
+
+    @classmethod
+    def env_kwargs(cls, config: RunConfig) -> dict[str, Any]:
+        if config.algo == "sac":  # SAC squashes its actions into the declared bound
+            return {"action_bound": resolved_settings(config)["action_bound"]}
+        return {}
+
+    @staticmethod
+    def load_policy(run_dir: Path) -> Policy:
+        from gym_motion.adapters.sb3.policy import load_run_policy
+
+        return load_run_policy(run_dir)[0]
+
+    @staticmethod
+    def actor_module(run_dir: Path):
+        from gym_motion.adapters.sb3.export import actor_module
+
+        return actor_module(run_dir)
+
+    def __init__(self, config: RunConfig, env: Any, out: Path | None, world_size: int = 1):
+        from stable_baselines3.common.logger import configure
+        from stable_baselines3.common.vec_env import VecNormalize
+
+        from gym_motion.adapters.sb3.vec_env import SB3VecEnv
+
+        self.config = config
+        self.venv = VecNormalize(SB3VecEnv(env), norm_obs=True, norm_reward=False, clip_obs=10.0)
+        self.model, self.schedule = make_model(config, self.venv)
+        self.model.set_logger(configure(None if out is None else str(out), ["tensorboard", "csv"]))
+
+    def config_entries(self) -> dict[str, Any]:
+        p = resolved_settings(self.config)
+        if self.config.algo == "sac":
+            return {"sac": p}
+        rollout = p["n_steps"] * self.config.num_envs
+        batch = max(1, rollout // p["num_minibatches"])
+        return {"ppo": {**p, "batch_size": batch, "rollout_size": rollout}}
+
+    def versions(self) -> dict[str, str]:
+        import stable_baselines3
+        import torch
+
+        return {"stable_baselines3": stable_baselines3.__version__, "torch": torch.__version__}
+
+    def learn(self, progress: Progress) -> None:
+        from gym_motion.adapters.sb3.callbacks import (
+            KLAdaptiveLRCallback,
+            ProgressBar,
+            ProgressCallback,
+            TrackingLogCallback,
+        )
+
+        sac = self.config.algo == "sac"
+        # SAC "rollouts" are train_freq vector steps: log about once per PPO-sized rollout
+        log = TrackingLogCallback(every_steps=SAC_LOG_EVERY if sac else 0, dump=sac)
+        callbacks = [log, ProgressBar(self.config.total_steps)]
+        if self.schedule is not None:
+            callbacks.append(KLAdaptiveLRCallback(self.schedule))
+        callbacks.append(ProgressCallback(progress, log, dump=sac))
+        # SAC dumps its logs per episode count unless log_interval is None (log dumps)
+        learn_kw = {"log_interval": None} if sac else {}
+        self.model.learn(self.config.total_steps, callback=callbacks, **learn_kw)
+
+    @property
+    def env_steps(self) -> int:
+        return int(self.model.num_timesteps)
+
+    def summary_entries(self) -> dict[str, Any]:
+        return {}
+
+    def policy(self) -> Policy:
+        from gym_motion.adapters.sb3.policy import model_policy
+
+        return model_policy(self.model, self.venv)
+
+    def log(self, values: dict[str, float]) -> None:
+        for key, value in values.items():
+            self.model.logger.record(key, value)
+
+    def save(self, path: Path) -> None:
+        self.model.save(path / "model.zip")
+        self.venv.save(str(path / "vecnormalize.pkl"))
+
+    def close(self) -> None:
+        logger = self.model.logger
+        if logger.name_to_value:  # the last update's and the final evaluation's row
+            logger.record("time/total_timesteps", self.model.num_timesteps, exclude="tensorboard")
+            logger.dump(self.model.num_timesteps)
+        logger.close()
+        self.venv.close()

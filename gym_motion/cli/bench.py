@@ -1,0 +1,44 @@
+"""``gym-motion bench``: env steps per second beside the physics-only limit, in one run."""
+
+from __future__ import annotations
+
+import argparse
+
+from gym_motion import config_values as cv
+
+__all__ = ["register"]
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "bench",
+        help="env-steps/s, per-phase ms and the physics-only limit, in one run",
+        description="Step TrackingVecEnv with random actions; compare with bare batched physics.",
+    )
+    p.add_argument("--num-envs", type=cv.cli_number(int, 1), nargs="+", default=[1024])
+    p.add_argument("--steps", type=cv.cli_number(int, 1), default=200,
+                   help="timed control steps per N")  # fmt: skip
+    p.add_argument(
+        "--backend",
+        nargs="+",
+        default=["mujoco"],
+        choices=("mujoco", "mjwarp", "motrix"),
+        help="one or more; several run in turn for each N, each in its own process",
+    )
+    p.add_argument("--threads", type=cv.cli_number(int, 1), default=None,
+                   help="physics threads (mujoco, motrix)")  # fmt: skip
+    p.add_argument("--device", default=None, help="Warp device (mjwarp), e.g. cuda:0 or cpu")
+    p.add_argument("--json", default=None, help="also write the results to this JSON file")
+    p.set_defaults(func=_run_bench)
+
+
+def _run_bench(args: argparse.Namespace) -> int:
+    from gym_motion.bench import run
+
+    kwargs = {}
+    if args.threads is not None:
+        kwargs["num_threads"] = args.threads
+    if args.device is not None:
+        kwargs["device"] = args.device
+    run(args.num_envs, args.steps, args.backend, args.json, kwargs)
+    return 0

@@ -1,0 +1,215 @@
+"""``gym-motion train``: the command line of `gym_motion.training.train`.
+
+    gym-motion train                           # embedded default motion, <= 12 min of learning
+    gym-motion train --motion dance.npz --num-envs 256 --total-steps 5000000 --out runs/dance
+    gym-motion train --library rsl_rl          # rsl_rl's PPO instead of Stable-Baselines3's
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from gym_motion import config_values as cv
+from gym_motion.backends import BACKENDS
+
+__all__ = ["DEFAULT_MAX_MINUTES", "parse_overrides", "register", "run_config"]
+
+# `gym-motion train` stops learning after this many minutes (the run, evaluations included,
+# then ends within the 15 minutes promised for a 2-core machine shared with other jobs).
+DEFAULT_MAX_MINUTES = 12.0
+
+# what `print_summary` says of summary.json's "stopped_by"
+STOP_REASONS = {
+    "max_minutes": "; stopped by the --max-minutes budget before --total-steps",
+    "interrupt": "; interrupted",
+}
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Adds ``gym-motion train`` to the CLI's subparsers (imports no RL library)."""
+    from gym_motion.adapters.sb3.learner import ALGOS, PPO_DEFAULTS, SAC_DEFAULTS
+    from gym_motion.training.config import OBS_MODES, TRAIN_SAMPLING, RunConfig
+    from gym_motion.training.libraries import LIBRARIES
+
+    d = RunConfig()
+    p = subparsers.add_parser(
+        "train",
+        help="train a tracking policy (PPO or SAC with Stable-Baselines3, or rsl_rl's PPO)",
+        description="PPO (BeyondMimic/rsl_rl hyperparameters, see "
+        "gym_motion.adapters.sb3.learner) on the G1 tracking task, or SAC (--algo sac), or "
+        "rsl_rl's PPO (--library rsl_rl); writes model, normalisation stats, TensorBoard logs, "
+        "config, summary, curves and a video to the run folder.",
+    )
+    run = p.add_argument_group("run")
+    run.add_argument(
+        "--motion", nargs="+", default=[], metavar="CLIP", help="clip npz(s) or folders "
+        "(default: the embedded default motion)"
+    )  # fmt: skip
+    run.add_argument("--num-envs", type=cv.cli_number(int, 1), default=d.num_envs,
+                     help="parallel envs")  # fmt: skip
+    run.add_argument("--total-steps", type=cv.cli_number(int, 1), default=d.total_steps,
+                     help="env steps, all envs (learning stops at the first whole rollout, "
+                     "num_envs x n_steps env steps, that reaches it)")  # fmt: skip
+    run.add_argument(
+        "--max-minutes", type=cv.cli_number(float, None), default=DEFAULT_MAX_MINUTES,
+        help="wall-clock budget of learning; <= 0: none (default %(default)s)",
+    )  # fmt: skip
+    run.add_argument("--seed", type=int, default=d.seed)
+    run.add_argument("--out", default=None, help="run folder (default runs/<date>-<time>)")
+    run.add_argument(
+        "--reset-noise-ramp", type=cv.cli_number(float, 0.0), default=d.reset_noise_ramp,
+        metavar="F",
+        help="ramp the reset noise from none to full over this fraction of --total-steps; "
+        "0: full from the start (default %(default)s)",
+    )  # fmt: skip
+    run.add_argument(
+        "--eval-every", type=cv.cli_number(int, 0), default=d.eval_every_steps, metavar="STEPS",
+        help="deterministic evaluation from the clip start every STEPS env steps, in the logs "
+        "and curves (0: off; default %(default)s)",
+    )  # fmt: skip
+    run.add_argument(
+        "--no-video", action="store_true",
+        help=f"no final_eval.mp4 ({d.video_seconds:g} s of the trained policy on the first clip)",
+    )  # fmt: skip
+
+    task = p.add_argument_group("task and physics")
+    task.add_argument("--backend", default=d.env.backend.name, choices=BACKENDS,
+                      help="physics backend")  # fmt: skip
+    task.add_argument(
+        "--num-threads", type=cv.cli_number(int, 1), default=None,
+        help="physics threads (--backend mujoco)",
+    )
+    task.add_argument(
+        "--no-state-estimation", action="store_true", help="154-value policy observation"
+    )
+    task.add_argument(
+        "--sampling", choices=TRAIN_SAMPLING, default=d.env.sampling.mode,
+        help="where training episodes start along the clips: uniform (default) or adaptive "
+        "(failure-weighted, docs/task.md section 10)",
+    )  # fmt: skip
+    task.add_argument(
+        "--obs-mode", choices=OBS_MODES, default=None,
+        help="dict (PPO's default): asymmetric actor-critic (actor: policy group, critic: "
+        "privileged critic group); policy (SAC's, the only one for SAC): all networks read the "
+        "policy group",
+    )  # fmt: skip
+
+    lib = p.add_argument_group("learner")
+    lib.add_argument(
+        "--library", choices=tuple(LIBRARIES), default=d.library,
+        help="sb3 (default): Stable-Baselines3; rsl_rl: rsl_rl's OnPolicyRunner "
+        "(gym_motion.adapters.rsl_rl.learner; --ppo keys of its PPO_DEFAULTS)",
+    )  # fmt: skip
+    lib.add_argument(
+        "--algo", choices=ALGOS, default=d.algo,
+        help="with --library sb3: ppo (default) or sac (SB3's SAC, --sac settings)",
+    )  # fmt: skip
+    lib.add_argument(
+        "--ppo", nargs="*", default=[], metavar="KEY=VALUE",
+        help=f"override PPO settings ({', '.join(PPO_DEFAULTS)}; with --library rsl_rl the "
+        "keys of gym_motion.adapters.rsl_rl.config.PPO_DEFAULTS), values as JSON",
+    )  # fmt: skip
+    lib.add_argument(
+        "--sac", nargs="*", default=[], metavar="KEY=VALUE",
+        help=f"override SAC settings ({', '.join(SAC_DEFAULTS)}), values as JSON",
+    )  # fmt: skip
+    lib.add_argument(
+        "--device", default=d.device,
+        help="with --library rsl_rl: torch device of the networks and env tensors "
+        "(cpu, cuda:0; default %(default)s)",
+    )  # fmt: skip
+    lib.add_argument(
+        "--distributed", action="store_true",
+        help="with --library rsl_rl under torchrun: one rank per GPU (cuda:LOCAL_RANK, seed + "
+        "rank, its own CPU block; rank 0 writes the run; see docs/scaling.md)",
+    )  # fmt: skip
+    p.set_defaults(func=_run)
+
+
+def parse_overrides(items: list[str], flag: str = "--ppo") -> dict[str, Any]:
+    """``--ppo KEY=VALUE ...`` -> ``{KEY: value}``, values parsed as JSON (else kept as text).
+
+    Raises:
+        SystemExit: an item without ``=``.
+    """
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise SystemExit(f"gym-motion train: {flag} expects KEY=VALUE, got {item!r}")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
+def run_config(args: argparse.Namespace):
+    """The `RunConfig` of `gym-motion train`'s parsed arguments.
+
+    Raises:
+        ValueError: ``--num-threads`` with ``--backend mjwarp`` (the message says what to do),
+            or a setting out of range.
+    """
+    from gym_motion.training.config import RunConfig, train_env_cfg
+
+    if args.backend == "mjwarp" and args.num_threads is not None:
+        raise ValueError(
+            "--num-threads sets the physics threads of --backend mujoco; --backend mjwarp steps "
+            "physics on one Warp device instead (cuda:$LOCAL_RANK under torchrun, else cuda:0; "
+            "CUDA_VISIBLE_DEVICES chooses the GPU): drop --num-threads"
+        )
+    env = train_env_cfg(state_estimation=not args.no_state_estimation, sampling=args.sampling)
+    threads = {"num_threads": args.num_threads} if args.num_threads else {}
+    env = env.updated(backend=args.backend, backend_kwargs=threads)
+    return RunConfig(
+        library=args.library,
+        env=env,
+        motion=list(args.motion),
+        num_envs=args.num_envs,
+        total_steps=args.total_steps,
+        max_minutes=args.max_minutes if args.max_minutes and args.max_minutes > 0 else None,
+        seed=args.seed,
+        out=args.out,
+        # PPO trains an asymmetric actor-critic by default; SAC reads the policy group only
+        obs_mode=args.obs_mode or ("policy" if args.algo == "sac" else "dict"),
+        reset_noise_ramp=args.reset_noise_ramp,
+        eval_every_steps=args.eval_every,
+        video_seconds=0.0 if args.no_video else RunConfig.video_seconds,
+        algo=args.algo,
+        ppo=parse_overrides(args.ppo),
+        sac=parse_overrides(args.sac, "--sac"),
+        device=args.device,
+        distributed=args.distributed,
+    )
+
+
+def _run(args: argparse.Namespace) -> int:
+    from gym_motion.training import train
+
+    summary = train(run_config(args))
+    if "before" not in summary:  # a rank other than 0: rank 0 reports
+        return 130 if summary["interrupted"] else 0
+    return print_summary(summary)
+
+
+def print_summary(summary: dict[str, Any]) -> int:
+    """Print a run's summary (steps, time, before/after tables, video); returns the exit code
+    (130 when interrupted)."""
+    from gym_motion.evaluate import format_table
+
+    why = STOP_REASONS.get(summary.get("stopped_by"), "")
+    print(f"\nrun folder: {summary['run']}  ({summary['env_steps']} env steps, "
+          f"{summary['train_wall_s']:.0f} s{why})")  # fmt: skip
+    print("before training (zero action):")
+    print(format_table(summary["before"]))
+    if "after" in summary:
+        print("after training:")
+        print(format_table(summary["after"]))
+        ratio = summary["after_vs_before"]["episode_length_ratio"]
+        print(f"episode length after / before: {ratio:.2f}")
+    if "path" in summary.get("video", {}):
+        print(f"video of the final evaluation: {summary['video']['path']}")
+    return 130 if summary["interrupted"] else 0

@@ -1,0 +1,129 @@
+"""A training run as one typed value: `RunConfig`, whose ``env`` is the task it trains on."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from gym_motion.envs.config import TrackingEnvCfg
+
+__all__ = ["OBS_MODES", "TRAIN_SAMPLING", "RunConfig", "train_env_cfg"]
+
+# Where training episodes start: `gym-motion train` defaults to uniform (measured: docs/
+# measurements.md, "Learning at equal steps"); "adaptive" is docs/task.md section 10's mixture.
+TRAIN_SAMPLING = ("uniform", "adaptive")
+OBS_MODES = ("dict", "policy")
+
+
+def train_env_cfg(
+    state_estimation: bool = True, sampling: str = "uniform", cfg: TrackingEnvCfg | None = None
+) -> TrackingEnvCfg:
+    """The training task: `cfg` (default: the default task) with `state_estimation` and its
+    episode starts sampled by `sampling` ("uniform", the default, or "adaptive").
+
+    Raises:
+        ValueError: another sampling mode.
+    """
+    if sampling not in TRAIN_SAMPLING:
+        raise ValueError(f"sampling must be one of {TRAIN_SAMPLING}, got {sampling!r}")
+    cfg = replace(cfg or TrackingEnvCfg(), state_estimation=state_estimation)
+    return replace(cfg, sampling=replace(cfg.sampling, mode=sampling))
+
+
+@dataclass
+class RunConfig:
+    """Everything a training run needs; `gym-motion train` fills it from the command line and
+    the run folder's config.json records it (`gym_motion.training.run_folder`).
+
+    Attributes:
+        library: the RL library that learns ("sb3" or "rsl_rl"; `gym_motion.training.
+            libraries.LIBRARIES`).
+        env: the task, robot and physics backend (`TrackingEnvCfg`; default `train_env_cfg()`:
+            the default task, episodes starting uniformly along the clips).
+        motion: clip paths (npz) or folders; empty: the embedded default motion.
+        num_envs: N parallel envs. total_steps: env steps summed over envs (and ranks);
+            learning stops at the first whole rollout that reaches it.
+        max_minutes: wall-clock budget of learning; learning stops after the rollout that
+            passes it (None: no budget). The summary says which limit ended it.
+        seed: seeds the learner, torch and the env (each rank adds its rank).
+        out: run folder; default ``runs/<date>-<time>``.
+        obs_mode: "dict": the actor reads the policy group (160 values), the critic the
+            privileged critic group (286); "policy": every network reads the policy group.
+        eval_episodes: episodes per clip in each evaluation (deterministic: one is enough).
+        eval_max_seconds: cap on an evaluation episode, s (None: the whole clip).
+        reset_noise_ramp: fraction of `total_steps` over which the reset noise (docs/task.md
+            section 9) ramps linearly from none to full (`gym_motion.curriculum`); 0: full
+            from the first step.
+        eval_every_steps: a deterministic evaluation from the clip start every this many env
+            steps and at the end, logged as ``eval/*`` and drawn in the curves PNG; 0: off.
+        video_seconds: length of ``final_eval.mp4``, s; 0: no video.
+        algo: the library's algorithm ("ppo"; SB3 also "sac").
+        ppo, sac: hyperparameters of the library's defaults that this run changes.
+        device: torch device of the networks ("cpu", "cuda:0"; rsl_rl).
+        distributed: one rank of a ``torchrun`` run (`gym_motion.training.distributed`).
+
+    Raises:
+        ValueError: a field out of range (named); the library checks its own settings when
+            the run starts (`gym_motion.training.train`).
+    """
+
+    library: str = "sb3"
+    env: TrackingEnvCfg = field(default_factory=train_env_cfg)
+    motion: list[str] = field(default_factory=list)
+    num_envs: int = 256
+    total_steps: int = 3_000_000
+    max_minutes: float | None = None
+    seed: int = 0
+    out: str | None = None
+    obs_mode: str = "dict"
+    eval_episodes: int = 1
+    eval_max_seconds: float | None = None
+    reset_noise_ramp: float = 0.5
+    eval_every_steps: int = 500_000
+    video_seconds: float = 5.0
+    algo: str = "ppo"
+    ppo: dict[str, Any] = field(default_factory=dict)
+    sac: dict[str, Any] = field(default_factory=dict)
+    device: str = "cpu"
+    distributed: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.env, TrackingEnvCfg):
+            raise ValueError(f"RunConfig.env must be a TrackingEnvCfg, got {self.env!r}")
+        if not 0.0 <= self.reset_noise_ramp <= 1.0:
+            raise ValueError(f"reset_noise_ramp must be in [0, 1], got {self.reset_noise_ramp}")
+        if self.obs_mode not in OBS_MODES:
+            raise ValueError(f"obs_mode must be one of {OBS_MODES}, got {self.obs_mode!r}")
+        if self.env.sampling.mode not in TRAIN_SAMPLING:
+            raise ValueError(
+                f"RunConfig.env.sampling.mode must be one of {TRAIN_SAMPLING} for training, got "
+                f"{self.env.sampling.mode!r}"
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields but ``env`` as JSON values (config.json's ``"train"``)."""
+        return {
+            f.name: _plain(getattr(self, f.name))
+            for f in dataclasses.fields(self)
+            if f.name != "env"
+        }
+
+    @classmethod
+    def from_dict(cls, train: dict[str, Any], env: TrackingEnvCfg) -> RunConfig:
+        """The config `to_dict` wrote, with its task `env`; keys this version does not know
+        are left out.
+
+        Raises:
+            ValueError: a field out of range.
+        """
+        names = {f.name for f in dataclasses.fields(cls)} - {"env"}
+        return cls(env=env, **{k: v for k, v in train.items() if k in names})
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value

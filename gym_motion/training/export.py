@@ -1,0 +1,156 @@
+"""A trained run (any library's) as a deployable ONNX policy (``gym-motion export``).
+
+    gym-motion export --model runs/dance -o dance.onnx
+    gym-motion eval --onnx dance.onnx --motion dance.npz        # runs it back in the env
+
+The library that trained the run gives the graph (`gym_motion.training.RunFolder.actor_module`):
+the deterministic actor with the observation normalisation folded in, a torch module from the
+policy observation ``obs`` (B, D) float32 (160 values, 154 without state estimation; the
+"policy" group an asymmetric actor reads) to ``actions`` (B, J) float32 in the robot's joint
+order. B is dynamic.
+
+The ONNX ``metadata_props`` hold the deploy metadata that deployment stacks for BeyondMimic
+policies read (`gym_motion.deploy.deploy_metadata`: joint names, stiffness, damping,
+default pose, action scale, anchor body, tracked bodies, observation terms, command), all taken
+from the run's ``config.json``, plus ``run_path`` (the run folder). The graph is written by
+torch's TorchScript-based exporter (``dynamo=False``: torch 2.13's default exporter needs the
+onnxscript package, this one only ``onnx``), checked with ``onnx.checker`` and, when
+onnxruntime is installed, against the torch module on random observations.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gym_motion.atomic import write_bytes
+
+__all__ = ["MIN_OPSET", "OPSET", "export_run"]
+
+OPSET = 17
+CHECK_TOL = 1e-5  # max |ONNX - torch| action difference accepted, relative to max(1, |action|)
+MIN_OPSET = 9  # the SB3 actor's graph needs opset 9 (opset 7's Min needs equal input shapes)
+
+
+def export_run(
+    run_dir: str | os.PathLike,
+    path: str | os.PathLike,
+    *,
+    opset: int = OPSET,
+    check: bool = True,
+) -> dict[str, Any]:
+    """Export a `gym-motion train` run folder's policy to an ONNX file with deploy metadata.
+
+    Args:
+        run_dir: the run folder: config.json and the files its library's loader reads
+            (SB3: model.zip and vecnormalize.pkl; rsl_rl: model.pt).
+        path: the ONNX file to write (atomically: a temporary file, then ``os.replace``).
+        opset: ONNX opset. check: compare onnxruntime's actions with torch's on 64 random
+            observations (skipped when onnxruntime is not installed).
+
+    Returns:
+        ``{"path", "library", "obs_dim", "num_actions", "metadata" (dict of str),
+        "max_abs_diff" (float, or None when not checked)}``.
+
+    Raises:
+        FileNotFoundError: no config.json, or no model file of the run's library.
+        ValueError: a library without an exporter, an actor that reads more than the policy
+            observation group, an observation or action size other than the run's config
+            gives, or bad config values.
+        RuntimeError: the ONNX actions differ from torch's by more than 1e-5 x max(1, the
+            largest action).
+    """
+    import onnx
+    import torch
+
+    from gym_motion.deploy.metadata import deploy_metadata
+    from gym_motion.training.run_folder import RunFolder
+
+    run = Path(run_dir)
+    folder = RunFolder(run)
+    if not folder.config_path.is_file():
+        raise FileNotFoundError(
+            f"{folder.config_path}: the run's config.json is needed for the deploy metadata"
+        )
+    library = folder.library()
+    cfg = folder.env_cfg()
+    module, dim, num_actions = folder.actor_module()
+    expected = sum(t.dim for t in cfg.observation_groups()["policy"].values())
+    if dim != expected:
+        raise ValueError(
+            f"{run}: the actor reads {dim} values, the run's config gives a {expected}-value "
+            "policy observation"
+        )
+    if num_actions != cfg.robot.num_joints:
+        raise ValueError(
+            f"{run}: the model has {num_actions} actions, robot {cfg.robot.name!r} "
+            f"{cfg.robot.num_joints} joints"
+        )
+    module = module.to("cpu").eval()
+    buf = io.BytesIO()
+    with warnings.catch_warnings():
+        # the TorchScript exporter announces its deprecation; its output is what we check
+        warnings.simplefilter("ignore", (DeprecationWarning, FutureWarning, UserWarning))
+        torch.onnx.export(
+            module,
+            (torch.zeros(1, dim),),
+            buf,
+            dynamo=False,
+            input_names=["obs"],
+            output_names=["actions"],
+            dynamic_axes={"obs": {0: "batch"}, "actions": {0: "batch"}},
+            opset_version=opset,
+        )
+    proto = onnx.load_from_string(buf.getvalue())
+    metadata = {**deploy_metadata(cfg), "run_path": str(run)}
+    del proto.metadata_props[:]
+    for key, value in metadata.items():
+        entry = proto.metadata_props.add()
+        entry.key, entry.value = key, value
+    proto.producer_name = "gym_motion"
+    onnx.checker.check_model(proto)
+    data = proto.SerializeToString()
+
+    diff = None
+    if check:
+        diff = _check(module, data, dim)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    write_bytes(path, data)
+    return {
+        "path": str(path),
+        "library": library,
+        "obs_dim": dim,
+        "num_actions": num_actions,
+        "metadata": metadata,
+        "max_abs_diff": diff,
+    }
+
+
+def _check(module, data: bytes, dim: int) -> float | None:
+    """max |onnxruntime - torch| over random observations; None without onnxruntime."""
+    try:
+        import onnxruntime as ort
+    except ModuleNotFoundError:
+        return None
+    import torch
+
+    obs = np.random.default_rng(0).normal(0.0, 2.0, (64, dim)).astype(np.float32)
+    with torch.no_grad():
+        want = module(torch.as_tensor(obs)).numpy()
+    session = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+    (got,) = session.run(["actions"], {"obs": obs})
+    diff = float(np.abs(got - want).max())
+    # random N(0, 2) observations through the folded normaliser can give actions of ~50:
+    # float32 round-off scales with them
+    scale = max(1.0, float(np.abs(want).max()))
+    if not diff <= CHECK_TOL * scale:
+        raise RuntimeError(
+            f"ONNX actions differ from torch's by {diff:.3g} (> {CHECK_TOL} x {scale:.3g}, the "
+            "largest action) on random observations"
+        )
+    return diff

@@ -1,0 +1,300 @@
+"""A training run's folder: its config.json and summary.json, and its trained policy.
+
+    folder = RunFolder("runs/dance")
+    folder.env_cfg()          # the TrackingEnvCfg it trained on
+    folder.policy()           # its deterministic policy, loaded by the library that trained it
+    folder.actor_module()     # its exportable actor (torch module, normalisation folded in)
+
+config.json holds ``"library"``, ``"train"`` (`RunConfig.to_dict`, clip paths absolute),
+``"env"`` (always `TrackingEnvCfg.to_json` output, so `TrackingEnvCfg.from_json` rebuilds the
+env), the library's own sections (SB3: ``"ppo"`` or ``"sac"``; rsl_rl: ``"rsl_rl"``,
+``"obs_dims"``, ``"num_actions"``) and ``"versions"``. Folders written by earlier versions of
+gym_motion (an ``env`` section of plain values, no ``library``: Stable-Baselines3) are read too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from gym_motion.atomic import write_json
+from gym_motion.envs.config import TrackingEnvCfg
+
+if TYPE_CHECKING:
+    from gym_motion.policy import BindablePolicy, Policy
+    from gym_motion.training.config import RunConfig
+
+__all__ = ["RunFolder"]
+
+# Robot values a legacy config.json records, compared with the robot it names.
+_ROBOT_KEYS = (
+    "joint_names", "kp", "kd", "default_joint_pos", "action_scale", "anchor_body",
+    "tracked_bodies",
+)  # fmt: skip
+
+
+class RunFolder:
+    """The folder of one training run (`gym_motion.training.train` writes it).
+
+    Args:
+        path: the folder.
+
+    Attributes:
+        path: the folder, a `Path`.
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        self._config: dict[str, Any] | None = None
+
+    @classmethod
+    def create(cls, out: str | os.PathLike | None, model_file: str | None) -> RunFolder:
+        """The folder of a new run: `out`, or ``runs/<date>-<time>`` (not made yet).
+
+        Raises:
+            FileExistsError: the folder already holds a run (its `model_file`; None: not
+                checked).
+        """
+        path = Path(out or Path("runs") / time.strftime("%Y%m%d-%H%M%S"))
+        if model_file is not None and (path / model_file).exists():
+            raise FileExistsError(
+                f"{path} already holds a run ({model_file}); choose another --out"
+            )
+        return cls(path)
+
+    # -- config.json ---------------------------------------------------------------------------
+
+    @property
+    def config_path(self) -> Path:
+        return self.path / "config.json"
+
+    def config(self) -> dict[str, Any]:
+        """config.json as a dict (``{}`` when the folder has none).
+
+        Raises:
+            ValueError: config.json is not a JSON object.
+        """
+        if self._config is None:
+            if not self.config_path.is_file():
+                return {}
+            config = json.loads(self.config_path.read_text())
+            if not isinstance(config, dict):
+                raise ValueError(f"{self.config_path}: expected a JSON object")
+            self._config = config
+        return self._config
+
+    def write_config(
+        self, run: RunConfig, motions: list[str], entries: dict[str, Any], versions: dict
+    ) -> None:
+        """Write config.json (atomically): `run` with its resolved clip paths `motions`, its
+        task, the library's `entries` and the package `versions`."""
+        import gymnasium
+
+        import gym_motion
+
+        self._config = {
+            "library": run.library,
+            "train": {**run.to_dict(), "motion": list(motions)},
+            "env": json.loads(run.env.to_json()),
+            **entries,
+            "versions": {
+                "gym_motion": gym_motion.__version__,
+                "gymnasium": gymnasium.__version__,
+                **versions,
+                "python": platform.python_version(),
+            },
+        }
+        write_json(self.config_path, self._config)
+
+    def library(self) -> str:
+        """The library that trained the run (config.json's ``"library"``; none: "sb3")."""
+        return str(self.config().get("library", "sb3"))
+
+    def train_settings(self) -> dict[str, Any]:
+        """config.json's ``"train"`` section (``{}`` when absent)."""
+        return dict(self.config().get("train", {}))
+
+    def obs_mode(self) -> str:
+        """The observation mode the run's policy reads ("dict" or "policy"; default
+        "policy")."""
+        return str(self.train_settings().get("obs_mode", "policy"))
+
+    def motions(self) -> list[str]:
+        """The run's training clips (absolute paths; ``[]`` when not recorded)."""
+        return list(self.train_settings().get("motion") or [])
+
+    def env_cfg(self) -> TrackingEnvCfg:
+        """The task (`TrackingEnvCfg`) the run trained on.
+
+        A tagged ``env`` section (`TrackingEnvCfg.to_json`) is rebuilt as is; a plain one
+        (earlier versions) gives the default task of the robot it names with the recorded
+        state-estimation choice, after checking that the robot values it records (joint
+        names, gains, default pose, action scale, anchor and tracked bodies) are that robot's.
+
+        Raises:
+            ValueError: no ``env`` section, an unknown robot, or recorded robot values that
+                differ (the message names config.json and the key).
+        """
+        return _env_cfg(self.config(), str(self.config_path))
+
+    def run_config(self) -> RunConfig:
+        """The run's `RunConfig` (its ``train`` section and task).
+
+        Raises:
+            ValueError: see `env_cfg`, or a field out of range.
+        """
+        from gym_motion.training.config import RunConfig
+
+        return RunConfig.from_dict(self.train_settings(), self.env_cfg())
+
+    def evaluate(
+        self,
+        clips: Sequence[str | os.PathLike] | None = None,
+        *,
+        policy: str | Policy | BindablePolicy = "model",
+        cfg: TrackingEnvCfg | None = None,
+        episodes: int = 1,
+        max_seconds: float | None = None,
+        seed: int = 0,
+        playback: str = "real_time",
+    ) -> dict[str, Any]:
+        """Evaluate a policy on clips (`gym_motion.evaluate.evaluate_policy_on_clips`) in the
+        task the run trained on, with its observation mode.
+
+        Args:
+            clips: clip npz(s) or folders; default: the run's training clips, else the embedded
+                default motion.
+            policy: ``"model"``: the run's trained policy (`policy`); ``"zero"``: the zero
+                action; any `Policy` callable or `BindablePolicy`.
+            cfg: the task (its backend included); default: the run's (`env_cfg`).
+            episodes, max_seconds, seed, playback: see `gym_motion.evaluate.evaluate_clip`.
+
+        Returns:
+            `evaluate_policy_on_clips`'s result and ``"run"`` (this folder, str); its
+            ``"policy"`` is "model", "zero", or the policy's ``policy_name`` attribute.
+
+        Raises:
+            ValueError: an unknown policy name, a `cfg` whose state estimation differs from
+                the run's, or a policy that cannot run in the env.
+            FileNotFoundError: the files of the run's policy are missing.
+        """
+        from gym_motion.evaluate import evaluate_policy_on_clips
+
+        name = getattr(policy, "policy_name", None)
+        act: Policy | BindablePolicy | None
+        if isinstance(policy, str):
+            if policy not in ("model", "zero"):
+                raise ValueError(f"policy must be 'model', 'zero' or a callable, got {policy!r}")
+            act = self.policy() if policy == "model" else None
+            name = policy
+        else:
+            act = policy
+        has_config = bool(self.config())
+        if has_config:
+            trained = self.env_cfg()
+            se = trained.state_estimation
+            if policy == "model" and cfg is not None and cfg.state_estimation != se:
+                raise ValueError(
+                    f"the run {self.path} was trained with state_estimation={se} "
+                    f"({160 if se else 154}-value policy observation) but "
+                    f"state_estimation={cfg.state_estimation} was asked (e.g. by --env-id); "
+                    "leave it out to use the run's"
+                )
+            cfg = cfg or trained
+        clips = list(clips or self.motions())
+        if not clips:
+            from gym_motion.motion import DEFAULT_MOTION_PATH
+
+            clips = [DEFAULT_MOTION_PATH]
+        result = evaluate_policy_on_clips(
+            clips, act, cfg, policy_name=name, episodes=episodes,
+            obs_mode=self.obs_mode() if has_config else "policy", max_seconds=max_seconds,
+            seed=seed, playback=playback,
+        )  # fmt: skip
+        result["run"] = str(self.path)
+        return result
+
+    # -- summary.json --------------------------------------------------------------------------
+
+    def write_summary(self, summary: dict[str, Any]) -> None:
+        """Write summary.json (atomically)."""
+        write_json(self.path / "summary.json", summary)
+
+    def summary(self) -> dict[str, Any]:
+        """summary.json as a dict.
+
+        Raises:
+            FileNotFoundError: the folder has none.
+        """
+        return json.loads((self.path / "summary.json").read_text())
+
+    # -- the trained policy --------------------------------------------------------------------
+
+    def _learner(self):
+        from gym_motion.training.libraries import learner_class
+
+        try:
+            return learner_class(self.library())
+        except ValueError as exc:
+            raise ValueError(f"{self.config_path}: {exc}") from None
+
+    def policy(self) -> Policy:
+        """The run's deterministic policy (on the CPU), loaded by the library that trained it
+        (which is imported now): obs (N, D) float32, or dict groups -> actions (N, A) float32.
+
+        Raises:
+            ValueError: config.json names a library gym_motion does not know.
+            FileNotFoundError: the folder lacks the files the library needs.
+        """
+        return self._learner().load_policy(self.path)
+
+    def actor_module(self):
+        """The run's deterministic actor as a torch module, observation normalisation folded
+        in: ``(module, D, J)``, the module from ``obs`` (B, D) float32 (the policy group) to
+        ``actions`` (B, J) float32.
+
+        Raises:
+            ValueError: an unknown library, or an actor that reads more than the policy group.
+            FileNotFoundError: the folder lacks the files the library needs.
+        """
+        return self._learner().actor_module(self.path)
+
+
+def _env_cfg(config: dict[str, Any], source: str) -> TrackingEnvCfg:
+    from gym_motion.robots import ROBOTS
+
+    env = config.get("env")
+    if not isinstance(env, dict):
+        raise ValueError(f"{source}: no 'env' section (the task config of the run)")
+    if "__type__" in env:
+        return TrackingEnvCfg.from_json(json.dumps(env))
+    recorded = env.get("robot")
+    name = recorded.get("name") if isinstance(recorded, dict) else None
+    if name not in ROBOTS:
+        raise ValueError(f"{source}: env.robot.name is {name!r}; known robots: {sorted(ROBOTS)}")
+    robot = ROBOTS[name]
+    for key in _ROBOT_KEYS:
+        if key not in recorded:
+            continue
+        ours = getattr(robot, key)
+        theirs = recorded[key]
+        same = (
+            tuple(theirs) == tuple(ours)
+            if isinstance(ours, tuple)
+            else theirs == ours
+            if isinstance(ours, str)
+            else np.allclose(np.asarray(theirs, np.float64), ours, rtol=1e-9, atol=0.0)
+        )
+        if not same:
+            raise ValueError(
+                f"{source}: env.robot.{key} differs from robot {name!r} of this gym_motion; "
+                "the run was trained with another robot definition"
+            )
+    return TrackingEnvCfg.for_robot(robot, state_estimation=bool(env.get("state_estimation", True)))

@@ -1,0 +1,336 @@
+"""The training skeleton every RL library runs in: `train` and the `Learner` interface.
+
+`train` does what a run does whatever the library: the zero-action evaluation before
+learning, the run folder (`RunFolder`: config.json, summary.json), the training env, the
+reset-noise ramp, periodic evaluations, the wall-clock budget, Ctrl-C, the evaluation after
+learning, the curves PNG, the video and the summary. A library plugs in a `Learner`: it wraps
+the env, runs its own learning loop calling `Progress.after_rollout` after each rollout, saves
+its model files and loads them back (`gym_motion.training.libraries` lists them).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import partial
+from pathlib import Path
+from typing import Any, ClassVar, Protocol
+
+from gym_motion.curriculum import reset_noise_scale
+from gym_motion.evaluate import evaluate_policy_on_clips
+from gym_motion.policy import Policy
+from gym_motion.training.config import RunConfig
+from gym_motion.training.curves import plot_curves
+from gym_motion.training.distributed import for_rank
+from gym_motion.training.libraries import learner_class
+from gym_motion.training.run_folder import RunFolder
+
+__all__ = ["EVAL_KEYS", "Learner", "Progress", "StopLearning", "train", "train_motions"]
+
+# the keys of an evaluation's "mean" that are logged as eval/<key> and drawn in the curves
+EVAL_KEYS = ("episode_length", "success_rate", "mpkpe_mm", "tracking_reward_per_clip_step")
+
+INTERRUPTED = "\ngym-motion train: interrupted; saving the policy trained so far and summary.json"
+
+
+class StopLearning(Exception):
+    """A learner may raise it from its loop when `Progress.stop` is set (the budget)."""
+
+
+class Learner(Protocol):
+    """One RL library's part of a run (see `gym_motion.adapters.sb3.learner` for one).
+
+    Class attributes and methods (used before a learner exists):
+        model_file: the file that marks a folder as holding this library's run.
+        check(config): raise ValueError for settings the library cannot run, before any work.
+        env_kwargs(config): extra `TrackingVecEnv` keywords the library needs.
+        load_policy(run_dir): a saved run's deterministic `Policy` (CPU).
+        actor_module(run_dir): a saved run's actor as ``(torch module, D, J)``
+            (`RunFolder.actor_module`).
+
+    An instance is built with ``(config, env, out, world_size)``: the run's `RunConfig` (as
+    this rank runs it), the training `TrackingVecEnv` (SAME_STEP autoreset), the run folder
+    (None on ranks other than 0) and the number of ranks. Then:
+        config_entries(): the library's sections of config.json; versions(): its packages'.
+        learn(progress): run the learning loop, calling ``progress.after_rollout(steps,
+            values)`` after each rollout and logging what it returns; stop when
+            ``progress.stop`` is set. A KeyboardInterrupt may pass through.
+        env_steps: env steps learned so far, all ranks together.
+        summary_entries(): the library's keys of summary.json.
+        policy(): the current deterministic `Policy`.
+        log(values): write scalars (e.g. the final ``eval/*``) to the library's logger.
+        save(path): write the model files into the run folder.
+        close(): flush the logs, close the env.
+    """
+
+    model_file: ClassVar[str]
+
+    @classmethod
+    def check(cls, config: RunConfig) -> None: ...
+    @classmethod
+    def env_kwargs(cls, config: RunConfig) -> dict[str, Any]: ...
+    @staticmethod
+    def load_policy(run_dir: Path) -> Policy: ...
+    @staticmethod
+    def actor_module(run_dir: Path) -> tuple[Any, int, int]: ...
+
+    def __init__(
+        self, config: RunConfig, env: Any, out: Path | None, world_size: int
+    ) -> None: ...
+    def config_entries(self) -> dict[str, Any]: ...
+    def versions(self) -> dict[str, str]: ...
+    def learn(self, progress: Progress) -> None: ...
+    @property
+    def env_steps(self) -> int: ...
+    def summary_entries(self) -> dict[str, Any]: ...
+    def policy(self) -> Policy: ...
+    def log(self, values: dict[str, float]) -> None: ...
+    def save(self, path: Path) -> None: ...
+    def close(self) -> None: ...
+
+
+class Progress:
+    """What happens between a learner's rollouts: the curves' history, the reset-noise ramp,
+    periodic evaluations and the wall-clock budget.
+
+    Args:
+        config: the run's config (``total_steps``, ``reset_noise_ramp``, ``eval_every_steps``,
+            ``max_minutes``). env: the training `TrackingVecEnv` (its ``reset_noise_scale`` is
+            set here). evaluate: current policy -> `evaluate_policy_on_clips` result, or None
+            (no periodic evaluations, e.g. ranks other than 0). world_size, device: ranks of a
+            distributed run agree on the budget (the slowest decides) over torch.distributed.
+
+    Attributes:
+        scale: the reset-noise scale in use. stop: learning should stop (the budget).
+        history: per logged rollout, ``timesteps`` and the learner's values (curves).
+        evals: per evaluation, ``timesteps`` and ``eval/<key>`` for `EVAL_KEYS`.
+    """
+
+    def __init__(
+        self,
+        config: RunConfig,
+        env: Any,
+        evaluate: Callable[[], dict[str, Any]] | None,
+        world_size: int = 1,
+        device: str = "cpu",
+    ):
+        self.config, self.env, self._evaluate = config, env, evaluate
+        self.world_size, self.device = world_size, device
+        self.seconds = None if config.max_minutes is None else 60.0 * config.max_minutes
+        self.history: list[dict[str, float]] = []
+        self.evals: list[dict[str, float]] = []
+        self.stop = False
+        self._next_eval = config.eval_every_steps or math.inf
+        self._t0 = time.perf_counter()
+        self._set_scale(0)
+
+    def start(self) -> None:
+        """Start the budget's clock (learning begins)."""
+        self._t0 = time.perf_counter()
+
+    def _set_scale(self, steps: int) -> None:
+        ramp = self.config.reset_noise_ramp
+        self.scale = reset_noise_scale(steps / max(1, self.config.total_steps), ramp)
+        self.env.reset_noise_scale = self.scale
+
+    def after_rollout(self, steps: int, values: dict[str, float] | None = None) -> dict:
+        """After a rollout (and, for on-policy libraries, its update or just before it) at
+        `steps` env steps: keep `values` (None: nothing logged this rollout) for the curves,
+        set the reset-noise scale of the next rollout, run the periodic evaluation when due
+        (not at the last rollout: the run's final evaluation follows), and set `stop` past the
+        budget.
+
+        Returns:
+            The evaluation's ``eval/*`` values for the learner to log (``{}`` when none ran).
+        """
+        if values is not None:
+            self.history.append({"timesteps": float(steps), **values})
+        self._set_scale(steps)
+        out: dict[str, float] = {}
+        if self._evaluate is not None and self._next_eval <= steps < self.config.total_steps:
+            out = self.evaluate_now(steps)
+            while self._next_eval <= steps:
+                self._next_eval += self.config.eval_every_steps
+        if self._over_budget():
+            self.stop = True
+        return out
+
+    def evaluate_now(self, steps: int) -> dict[str, float]:
+        """Evaluate the current policy; keep and return its ``eval/*`` values."""
+        mean = self._evaluate()["mean"]
+        values = {f"eval/{k}": float(mean[k]) for k in EVAL_KEYS if mean.get(k) is not None}
+        self.evals.append({"timesteps": float(steps), **values})
+        return values
+
+    def _over_budget(self) -> bool:
+        over = self.seconds is not None and time.perf_counter() - self._t0 > self.seconds
+        if self.world_size > 1:  # every rank stops after the same rollout
+            import torch
+
+            flag = torch.tensor([float(over)], device=self.device)
+            torch.distributed.all_reduce(flag, op=torch.distributed.ReduceOp.MAX)
+            over = bool(flag.item() > 0)
+        return over
+
+
+def train_motions(motion: list[str]) -> list[str]:
+    """The run's clip paths as absolute path strings (so `eval`, `render` and `export` find
+    them from any folder); none given: the embedded default motion."""
+    if motion:
+        return [str(Path(m).resolve()) for m in motion]
+    from gym_motion.motion import DEFAULT_MOTION_PATH
+
+    return [str(DEFAULT_MOTION_PATH)]
+
+
+def train(config: RunConfig) -> dict[str, Any]:
+    """Run a training job; rank 0 writes the run folder and returns the summary (also
+    summary.json); other ranks of a distributed run return theirs without evaluations and
+    write nothing.
+
+    A KeyboardInterrupt during learning, the final evaluations or the video saves the model and
+    returns (and writes) a summary with ``"interrupted": True``, without what was not done.
+
+    Raises:
+        FileExistsError: the run folder already holds a run of the library.
+        ValueError: settings the library cannot run, or clips that fail to load.
+    """
+    from gym_motion.envs.tracking import TrackingVecEnv
+
+    library = learner_class(config.library)
+    library.check(config)
+    recorded = config
+    config, rank = for_rank(config)
+    main = rank is None or rank.is_main
+    world = 1 if rank is None else rank.world_size
+    motions = train_motions(config.motion)
+    folder = RunFolder.create(config.out, library.model_file if main else None)
+    evaluate = partial(
+        evaluate_policy_on_clips, motions, cfg=config.env, episodes=config.eval_episodes,
+        obs_mode=config.obs_mode, max_seconds=config.eval_max_seconds, seed=config.seed,
+    )  # fmt: skip
+    before = None
+    if main:
+        name = "" if config.library == "sb3" else f" ({config.library})"
+        print(f"gym-motion train{name}: run folder {folder.path}", flush=True)
+        before = evaluate(None)  # also validates the clips
+        folder.path.mkdir(parents=True, exist_ok=True)
+    env = TrackingVecEnv(
+        num_envs=config.num_envs, motion=motions, cfg=config.env, autoreset_mode="same_step",
+        obs_mode=config.obs_mode, seed=config.seed, **library.env_kwargs(config),
+    )  # fmt: skip
+    periodic = None
+    if config.eval_every_steps and main:
+        periodic = lambda: evaluate(learner.policy())  # noqa: E731
+    # the reset-noise scale is set before the learner's wrapper resets the envs
+    progress = Progress(config, env, periodic, world, config.device)
+    learner = None
+    try:
+        learner = library(config, env, folder.path if main else None, world)
+    finally:
+        if learner is None:
+            env.close()
+    if main:
+        folder.write_config(recorded, motions, learner.config_entries(), learner.versions())
+
+    interrupted = False
+    progress.start()
+    t0 = time.perf_counter()
+    try:
+        learner.learn(progress)
+    except StopLearning:
+        pass
+    except KeyboardInterrupt:
+        interrupted = True
+        print(INTERRUPTED, file=sys.stderr)
+    wall = time.perf_counter() - t0
+    steps = learner.env_steps
+    summary: dict[str, Any] = {
+        "run": str(folder.path),
+        "library": config.library,
+        "interrupted": interrupted,
+        "stopped_by": _stopped_by(interrupted, progress.stop),
+        "env_steps": steps,
+        **learner.summary_entries(),
+        "train_wall_s": round(wall, 2),
+        "env_steps_per_s_overall": round(steps / wall, 1) if wall > 0 else None,
+        "env_steps_per_s_rollout": _mean_tail(progress.history, "time/env_steps_per_s"),
+        "reset_noise_scale_final": progress.scale,
+    }
+    if world > 1:
+        summary["ranks"] = world
+    if not main:
+        learner.close()
+        return {**summary, "rank": rank.rank}
+    learner.save(folder.path)
+    summary["before"] = before
+    with _interruptible(summary):  # Ctrl-C from here on: the model and summary.json are kept
+        if not interrupted:
+            last = progress.evals[-1]["timesteps"] if progress.evals else -1.0
+            if periodic is not None and last < steps:
+                learner.log(progress.evaluate_now(steps))
+            after = evaluate(learner.policy())
+            summary["after"], summary["after_vs_before"] = after, _after_vs_before(before, after)
+            if config.video_seconds > 0:
+                summary["video"] = _final_video(folder.path / "final_eval.mp4", learner.policy(),
+                                                motions[0], config)  # fmt: skip
+    learner.close()
+    plot_curves(progress.history, folder.path / "training_curves.png", progress.evals)
+    folder.write_summary(summary)
+    return summary
+
+
+@contextmanager
+def _interruptible(summary: dict[str, Any]) -> Iterator[None]:
+    """Ctrl-C ends the after-learning steps (evaluations, video), not the run: the model is
+    saved by then; `summary` gets ``"interrupted": True`` and lacks what was not done."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        summary["interrupted"] = True
+        print("\ngym-motion train: interrupted after learning; the model is saved, "
+              "summary.json lacks the after-training evaluation", file=sys.stderr)  # fmt: skip
+
+
+def _stopped_by(interrupted: bool, hit_budget: bool) -> str:
+    """``summary.json``'s ``stopped_by``: "interrupt", "max_minutes" or "total_steps"."""
+    if interrupted:
+        return "interrupt"
+    return "max_minutes" if hit_budget else "total_steps"
+
+
+def _after_vs_before(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """``summary.json``'s ``after_vs_before``: episode-length ratio (after / before) and the
+    [before, after] pairs of tracking reward per survived and per clip step and MPKPE (mm)."""
+    b, a = before["mean"], after["mean"]
+    return {
+        "episode_length_ratio": a["episode_length"] / max(b["episode_length"], 1e-9),
+        "tracking_reward_per_step": [b["tracking_reward_per_step"],
+                                     a["tracking_reward_per_step"]],
+        "tracking_reward_per_clip_step": [b["tracking_reward_per_clip_step"],
+                                          a["tracking_reward_per_clip_step"]],
+        "mpkpe_mm": [b["mpkpe_mm"], a["mpkpe_mm"]],
+    }  # fmt: skip
+
+
+def _mean_tail(history: list[dict[str, float]], key: str, n: int = 20) -> float | None:
+    """Mean of the last `n` values of `key` in `history` (rounded to 0.1), None if absent."""
+    vals = [h[key] for h in history if key in h][-n:]
+    return round(sum(vals) / len(vals), 1) if vals else None
+
+
+def _final_video(path: Path, policy: Policy, clip: str, config: RunConfig) -> dict[str, Any]:
+    """`gym_motion.video.record_video` of `policy` on `clip` in the run's task; returns its
+    result, or ``{"error": message}`` (also printed) when no video could be made: the run is
+    saved by then, and stays valid."""
+    try:
+        from gym_motion.video import record_video
+
+        return record_video(path, policy, clip, config.env, seconds=config.video_seconds,
+                            obs_mode=config.obs_mode, seed=config.seed, progress=False)  # fmt: skip
+    except (ImportError, RuntimeError, OSError) as exc:
+        print(f"gym-motion train: no video of the final evaluation: {exc}", file=sys.stderr)
+        return {"error": str(exc)}
