@@ -22,9 +22,9 @@ from gym_motion.adapters.sb3 import (
     SB3VecEnv,
     TrackingLogCallback,
 )
-from gym_motion.adapters.sb3.learner import make_model
 from gym_motion.envs import TrackingVecEnv
 from gym_motion.training import RunConfig
+from gym_motion.training.sb3 import make_model
 
 
 def main() -> None:

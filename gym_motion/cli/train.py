@@ -29,16 +29,16 @@ STOP_REASONS = {
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Adds ``gym-motion train`` to the CLI's subparsers (imports no RL library)."""
-    from gym_motion.adapters.sb3.learner import ALGOS, PPO_DEFAULTS, SAC_DEFAULTS
     from gym_motion.training.config import OBS_MODES, TRAIN_SAMPLING, RunConfig
     from gym_motion.training.libraries import LIBRARIES
+    from gym_motion.training.sb3 import ALGOS, PPO_DEFAULTS, SAC_DEFAULTS
 
     d = RunConfig()
     p = subparsers.add_parser(
         "train",
         help="train a tracking policy (PPO or SAC with Stable-Baselines3, or rsl_rl's PPO)",
         description="PPO (BeyondMimic/rsl_rl hyperparameters, see "
-        "gym_motion.adapters.sb3.learner) on the G1 tracking task, or SAC (--algo sac), or "
+        "gym_motion.training.sb3) on the G1 tracking task, or SAC (--algo sac), or "
         "rsl_rl's PPO (--library rsl_rl); writes model, normalisation stats, TensorBoard logs, "
         "config, summary, curves and a video to the run folder.",
     )
@@ -100,7 +100,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     lib.add_argument(
         "--library", choices=tuple(LIBRARIES), default=d.library,
         help="sb3 (default): Stable-Baselines3; rsl_rl: rsl_rl's OnPolicyRunner "
-        "(gym_motion.adapters.rsl_rl.learner; --ppo keys of its PPO_DEFAULTS)",
+        "(gym_motion.training.rsl_rl; --ppo keys of its PPO_DEFAULTS)",
     )  # fmt: skip
     lib.add_argument(
         "--algo", choices=ALGOS, default=d.algo,

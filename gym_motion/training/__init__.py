@@ -6,7 +6,8 @@
     RunFolder("runs/x").policy()  # the trained deterministic policy
 
 - `config`: `RunConfig` (its ``env`` is the `TrackingEnvCfg` it trains on), `train_env_cfg`.
-- `skeleton`: `train`, the `Learner` interface and `Progress` (what runs between rollouts).
+- `skeleton`: `train` and the `Learner` interface; `progress`: `Progress`, what runs between
+  a learner's rollouts (reset-noise ramp, periodic evaluations, budget, curves' history).
 - `run_folder`: `RunFolder`, a run's config.json, summary.json, policy and exportable actor.
 - `libraries`: ``LIBRARIES``, name -> learner (Stable-Baselines3, rsl_rl).
 - `distributed`: ranks of a ``torchrun`` run. `curves`: ``training_curves.png``.

@@ -1,14 +1,14 @@
 """The RL libraries `gym-motion train` can learn with: name -> `Learner` class.
 
-Adding a library is writing its learner module (`gym_motion.adapters.<library>.learner`, see
+Adding a library is writing its learner module (`gym_motion.training.<library>`, see
 `gym_motion.training.skeleton.Learner`) and adding its line here. Importing this module loads
 no RL library: each learner imports its library when it is used.
 """
 
 from __future__ import annotations
 
-from gym_motion.adapters.rsl_rl.learner import RslRlLearner
-from gym_motion.adapters.sb3.learner import SB3Learner
+from gym_motion.training.rsl_rl import RslRlLearner
+from gym_motion.training.sb3 import SB3Learner
 
 __all__ = ["LIBRARIES", "learner_class"]
 

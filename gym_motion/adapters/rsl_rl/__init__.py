@@ -1,5 +1,4 @@
-"""rsl_rl adapter: the env as an rsl_rl ``VecEnv``, BeyondMimic's PPO settings, training and
-run loading.
+"""rsl_rl adapter: the env as an rsl_rl ``VecEnv``, BeyondMimic's PPO settings and run loading.
 
 Modules:
 
@@ -8,7 +7,9 @@ Modules:
   tracking statistics in ``extras["log"]``, an episode-length buffer rsl_rl may randomise).
 - `config`: `PPO_DEFAULTS` (BeyondMimic's rsl_rl values) and `runner_cfg`, the
   ``OnPolicyRunner`` config dict.
-- `learner`: `RslRlLearner`, ``gym-motion train --library rsl_rl``'s learner.
+- `export`: a run's actor for ONNX export.
+
+``gym-motion train --library rsl_rl``'s learner is `gym_motion.training.rsl_rl`.
 - `policy`: a trained run folder as a policy callable for `gym_motion.evaluate`.
 
 Install with ``pip install -e ".[rsl_rl]"`` (rsl-rl-lib, tensordict, torch). The names below are

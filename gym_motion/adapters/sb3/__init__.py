@@ -1,12 +1,12 @@
-"""Stable-Baselines3 adapter: the env as an SB3 ``VecEnv``, callbacks, training and run loading.
+"""Stable-Baselines3 adapter: the env as an SB3 ``VecEnv``, callbacks, and run loading.
 
 Modules:
 
 - `vec_env`: `SB3VecEnv`, an SB3 ``VecEnv`` over a SAME_STEP `TrackingVecEnv`.
 - `callbacks`: `TrackingLogCallback` and the training callbacks (`KLAdaptiveLR` with
   `KLAdaptiveLRCallback`, `ResetNoiseCurriculum`, `ProgressBar`).
-- `learner`: `SB3Learner`, `gym-motion train`'s learner: PPO with BeyondMimic's
-  hyperparameters or SAC (`make_model`).
+`gym-motion train`'s Stable-Baselines3 learner (PPO with BeyondMimic's hyperparameters, or
+SAC) is `gym_motion.training.sb3`.
 - `policy`: a trained run folder as a policy callable for `gym_motion.evaluate`.
 
 The names below are imported on first use, so importing this package (as the command line does

@@ -5,11 +5,11 @@
 - `KLAdaptiveLR` and `KLAdaptiveLRCallback`: a learning rate moved with each update's KL.
 - `ResetNoiseCurriculum`: ramps the env's reset noise with the fraction of steps done.
 - `ProgressBar`: a tqdm bar over env steps.
-- `ProgressCallback`: drives `gym-motion train`'s `gym_motion.training.skeleton.Progress`.
+- `ProgressCallback`: drives `gym-motion train`'s `gym_motion.training.progress.Progress`.
 
 Example::
 
-    from gym_motion.adapters.sb3.learner import make_model
+    from gym_motion.training.sb3 import make_model
     from gym_motion.training import RunConfig
 
     venv = VecNormalize(SB3VecEnv(TrackingVecEnv(64, autoreset_mode="same_step")))
@@ -152,7 +152,7 @@ class KLAdaptiveLR:
 
 class KLAdaptiveLRCallback(BaseCallback):
     """Feeds the previous update's ``train/approx_kl`` to a `KLAdaptiveLR` (the model's
-    learning-rate schedule, from `gym_motion.adapters.sb3.learner.make_model`) before each
+    learning-rate schedule, from `gym_motion.training.sb3.make_model`) before each
     rollout."""
 
     def __init__(self, schedule: KLAdaptiveLR):
@@ -231,7 +231,7 @@ class ProgressBar(BaseCallback):
 
 
 class ProgressCallback(BaseCallback):
-    """Drives a `gym-motion train` run's `gym_motion.training.skeleton.Progress` from SB3's
+    """Drives a `gym-motion train` run's `gym_motion.training.progress.Progress` from SB3's
     loop: after each rollout (before its update), `Progress.after_rollout` with the latest row
     of `log` (a `TrackingLogCallback` listed before this callback) sets the reset-noise scale,
     runs the periodic evaluation (logged as ``eval/*``) and checks the budget; the next step

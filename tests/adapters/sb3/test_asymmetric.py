@@ -9,8 +9,8 @@ import torch
 pytest.importorskip("stable_baselines3")
 
 from gym_motion.adapters.sb3.asymmetric import AsymmetricActorCriticPolicy  # noqa: E402
-from gym_motion.adapters.sb3.learner import make_model  # noqa: E402
 from gym_motion.training import RunConfig  # noqa: E402
+from gym_motion.training.sb3 import make_model  # noqa: E402
 
 
 def make_env(config: RunConfig):

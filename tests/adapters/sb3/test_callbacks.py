@@ -14,10 +14,10 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 import gym_motion.adapters.sb3 as sb3
 from gym_motion.adapters.sb3 import KLAdaptiveLRCallback, SB3VecEnv, TrackingLogCallback
 from gym_motion.adapters.sb3.callbacks import KLAdaptiveLR
-from gym_motion.adapters.sb3.learner import make_model
 from gym_motion.envs import TrackingEnv, TrackingVecEnv
 from gym_motion.robots import g1
 from gym_motion.training import RunConfig
+from gym_motion.training.sb3 import make_model
 
 
 def test_ppo_learns_under_vecnormalize(tmp_path):

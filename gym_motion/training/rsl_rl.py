@@ -32,7 +32,7 @@ from gym_motion.policy import Policy
 
 if TYPE_CHECKING:
     from gym_motion.training.config import RunConfig
-    from gym_motion.training.skeleton import Progress
+    from gym_motion.training.progress import Progress
 
 __all__ = ["RslRlLearner"]
 

@@ -34,7 +34,7 @@ from gym_motion.policy import Policy
 
 if TYPE_CHECKING:
     from gym_motion.training.config import RunConfig
-    from gym_motion.training.skeleton import Progress
+    from gym_motion.training.progress import Progress
 
 __all__ = ["PPO_DEFAULTS", "SAC_DEFAULTS", "SB3Learner", "make_model", "resolved_settings"]
 

@@ -1,0 +1,102 @@
+"""What happens between a learner's rollouts in a training run: `Progress`."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from gym_motion.curriculum import reset_noise_scale
+
+if TYPE_CHECKING:
+    from gym_motion.training.config import RunConfig
+
+__all__ = ["EVAL_KEYS", "Progress"]
+
+# the keys of an evaluation's "mean" that are logged as eval/<key> and drawn in the curves
+EVAL_KEYS = ("episode_length", "success_rate", "mpkpe_mm", "tracking_reward_per_clip_step")
+
+
+class Progress:
+    """What happens between a learner's rollouts: the curves' history, the reset-noise ramp,
+    periodic evaluations and the wall-clock budget.
+
+    Args:
+        config: the run's config (``total_steps``, ``reset_noise_ramp``, ``eval_every_steps``,
+            ``max_minutes``). env: the training `TrackingVecEnv` (its ``reset_noise_scale`` is
+            set here). evaluate: current policy -> `evaluate_policy_on_clips` result, or None
+            (no periodic evaluations, e.g. ranks other than 0). world_size, device: ranks of a
+            distributed run agree on the budget (the slowest decides) over torch.distributed.
+
+    Attributes:
+        scale: the reset-noise scale in use. stop: learning should stop (the budget).
+        history: per logged rollout, ``timesteps`` and the learner's values (curves).
+        evals: per evaluation, ``timesteps`` and ``eval/<key>`` for `EVAL_KEYS`.
+    """
+
+    def __init__(
+        self,
+        config: RunConfig,
+        env: Any,
+        evaluate: Callable[[], dict[str, Any]] | None,
+        world_size: int = 1,
+        device: str = "cpu",
+    ):
+        self.config, self.env, self._evaluate = config, env, evaluate
+        self.world_size, self.device = world_size, device
+        self.seconds = None if config.max_minutes is None else 60.0 * config.max_minutes
+        self.history: list[dict[str, float]] = []
+        self.evals: list[dict[str, float]] = []
+        self.stop = False
+        self._next_eval = config.eval_every_steps or math.inf
+        self._t0 = time.perf_counter()
+        self._set_scale(0)
+
+    def start(self) -> None:
+        """Start the budget's clock (learning begins)."""
+        self._t0 = time.perf_counter()
+
+    def _set_scale(self, steps: int) -> None:
+        ramp = self.config.reset_noise_ramp
+        self.scale = reset_noise_scale(steps / max(1, self.config.total_steps), ramp)
+        self.env.reset_noise_scale = self.scale
+
+    def after_rollout(self, steps: int, values: dict[str, float] | None = None) -> dict:
+        """After a rollout (and, for on-policy libraries, its update or just before it) at
+        `steps` env steps: keep `values` (None: nothing logged this rollout) for the curves,
+        set the reset-noise scale of the next rollout, run the periodic evaluation when due
+        (not at the last rollout: the run's final evaluation follows), and set `stop` past the
+        budget.
+
+        Returns:
+            The evaluation's ``eval/*`` values for the learner to log (``{}`` when none ran).
+        """
+        if values is not None:
+            self.history.append({"timesteps": float(steps), **values})
+        self._set_scale(steps)
+        out: dict[str, float] = {}
+        if self._evaluate is not None and self._next_eval <= steps < self.config.total_steps:
+            out = self.evaluate_now(steps)
+            while self._next_eval <= steps:
+                self._next_eval += self.config.eval_every_steps
+        if self._over_budget():
+            self.stop = True
+        return out
+
+    def evaluate_now(self, steps: int) -> dict[str, float]:
+        """Evaluate the current policy; keep and return its ``eval/*`` values."""
+        mean = self._evaluate()["mean"]
+        values = {f"eval/{k}": float(mean[k]) for k in EVAL_KEYS if mean.get(k) is not None}
+        self.evals.append({"timesteps": float(steps), **values})
+        return values
+
+    def _over_budget(self) -> bool:
+        over = self.seconds is not None and time.perf_counter() - self._t0 > self.seconds
+        if self.world_size > 1:  # every rank stops after the same rollout
+            import torch
+
+            flag = torch.tensor([float(over)], device=self.device)
+            torch.distributed.all_reduce(flag, op=torch.distributed.ReduceOp.MAX)
+            over = bool(flag.item() > 0)
+        return over

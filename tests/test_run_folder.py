@@ -1,0 +1,95 @@
+"""A run of a non-default task goes train -> eval -> render -> export through its folder alone,
+for every library: config.json's ``env`` rebuilds the task it trained on."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+pytest.importorskip("torch")
+
+from gym_motion.cli import main  # noqa: E402
+from gym_motion.envs.config import RewardTermCfg, TrackingEnvCfg  # noqa: E402
+from gym_motion.training import RunConfig, RunFolder, train, train_env_cfg  # noqa: E402
+from gym_motion.training.libraries import LIBRARIES  # noqa: E402
+
+# tiny networks and rollouts of each library
+SETTINGS = {
+    "sb3": {"ppo": {"n_steps": 8, "net_arch": [16]}},
+    "rsl_rl": {"ppo": {"num_steps_per_env": 8, "hidden_dims": [16]}},
+}
+
+
+def task() -> TrackingEnvCfg:
+    """Not the default task: no state estimation (154-value policy observation), a heavier
+    anchor-position reward, 4 s episodes."""
+    cfg = train_env_cfg(state_estimation=False)
+    rewards = dict(cfg.rewards)
+    old = rewards["anchor_pos"]
+    rewards["anchor_pos"] = RewardTermCfg(old.func, 2.0 * old.weight, old.params)
+    return replace(cfg, rewards=rewards, episode_length_s=4.0)
+
+
+@pytest.fixture(scope="module", params=sorted(LIBRARIES))
+def run(request, tmp_path_factory):
+    library = request.param
+    pytest.importorskip({"sb3": "stable_baselines3", "rsl_rl": "rsl_rl"}[library])
+    out = tmp_path_factory.mktemp(library) / "run"
+    summary = train(RunConfig(library=library, env=task(), num_envs=2, total_steps=32,
+                              out=str(out), eval_every_steps=0, eval_max_seconds=0.3,
+                              video_seconds=0.0, **SETTINGS[library]))  # fmt: skip
+    return out, summary
+
+
+def test_config_json_rebuilds_the_task(run):
+    out, _ = run
+    config = json.loads((out / "config.json").read_text())
+    rebuilt = TrackingEnvCfg.from_json(json.dumps(config["env"]))
+    assert rebuilt.to_json() == task().to_json()
+    assert RunFolder(out).env_cfg().to_json() == task().to_json()
+    assert RunFolder(out).run_config().env.to_json() == task().to_json()
+    assert not rebuilt.state_estimation and rebuilt.episode_length_s == 4.0
+
+
+def test_eval_from_the_folder_plays_the_runs_task(run, tmp_path):
+    out, summary = run
+    path = tmp_path / "eval.json"
+    argv = ["eval", "--model", str(out), "--max-seconds", "0.3", "--json", str(path)]
+    assert main(argv) == 0
+    result = json.loads(path.read_text())
+    assert result["mean"] == pytest.approx(summary["after"]["mean"])
+    # the default weights give another tracking reward: the run's own task was played
+    default = RunFolder(out).evaluate(cfg=TrackingEnvCfg(state_estimation=False),
+                                      max_seconds=0.3)  # fmt: skip
+    assert default["mean"]["episode_length"] == result["mean"]["episode_length"]
+    assert default["mean"]["tracking_reward_per_step"] != pytest.approx(
+        result["mean"]["tracking_reward_per_step"], rel=1e-6
+    )
+
+
+def test_render_from_the_folder(run, gl, tmp_path, capsys):
+    out, _ = run
+    video = tmp_path / "run.mp4"
+    argv = ["render", "--model", str(out), "-o", str(video), "--seconds", "0.2", "--no-progress"]
+    assert main(argv) == 0
+    assert video.is_file() and "wrote" in capsys.readouterr().out
+
+
+def test_export_from_the_folder_then_eval_the_onnx(run, tmp_path, capsys):
+    pytest.importorskip("onnxruntime")
+    out, summary = run
+    onnx = tmp_path / "run.onnx"
+    assert main(["export", "--model", str(out), "-o", str(onnx)]) == 0
+    printed = capsys.readouterr().out
+    assert "obs (154) -> actions (29)" in printed and "onnxruntime matches torch" in printed
+    path = tmp_path / "onnx.json"
+    argv = ["eval", "--onnx", str(onnx), "--max-seconds", "0.3", "--json", str(path)]
+    assert main(argv) == 0
+    result = json.loads(path.read_text())
+    # the ONNX policy reads the 154-value observation (told by its metadata) and plays the
+    # same episode as the run's policy
+    assert result["mean"]["episode_length"] == summary["after"]["mean"]["episode_length"]
+    assert result["mean"]["mpkpe_mm"] == pytest.approx(summary["after"]["mean"]["mpkpe_mm"],
+                                                        rel=1e-4)  # fmt: skip
