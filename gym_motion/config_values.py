@@ -1,5 +1,6 @@
 """Checks of config values, with one error form: ``<Owner>.<field> must be ..., got <value>``
-(and `cli_number`, the same check as an argparse type for the CLI's numeric flags).
+(`gym_motion.cli.numbers.cli_number` makes the same check an argparse type for the CLI's
+numeric flags).
 
 The config dataclasses (`gym_motion.envs.config`, the managers' term configs) call these in
 ``__post_init__``, so a bad value is refused where it is written (or read from JSON), by name,
@@ -8,10 +9,8 @@ instead of failing later inside a kernel or giving NaN rewards.
 
 from __future__ import annotations
 
-import argparse
 import math
 import numbers
-from collections.abc import Callable
 from typing import Any
 
 
@@ -36,7 +35,7 @@ def real(
     if ok and high is not None:
         ok = x <= high
     if not ok:
-        raise ValueError(f"{where} must be {_range_text('a finite number', low, high, low_open)}"
+        raise ValueError(f"{where} must be {range_text('a finite number', low, high, low_open)}"
                          f", got {value!r}")  # fmt: skip
     return x
 
@@ -49,7 +48,7 @@ def integer(where: str, value: Any, *, low: int | None = None) -> int:
     """
     ok = isinstance(value, numbers.Integral) and not isinstance(value, bool)
     if not ok or (low is not None and int(value) < low):
-        raise ValueError(f"{where} must be {_range_text('an integer', low, None, False)}, "
+        raise ValueError(f"{where} must be {range_text('an integer', low, None, False)}, "
                          f"got {value!r}")  # fmt: skip
     return int(value)
 
@@ -140,7 +139,7 @@ def _pair(value: Any) -> bool:
     return _sequence(value) and len(value) == 2
 
 
-def _range_text(kind: str, low: float | None, high: float | None, low_open: bool) -> str:
+def range_text(kind: str, low: float | None, high: float | None, low_open: bool) -> str:
     if low is not None and high is not None:
         return f"{kind} in {'(' if low_open else '['}{low:g}, {high:g}]"
     if low is not None:
@@ -148,26 +147,3 @@ def _range_text(kind: str, low: float | None, high: float | None, low_open: bool
     if high is not None:
         return f"{kind} <= {high:g}"
     return kind
-
-
-def cli_number(kind: type, low: float | None, *, low_open: bool = False) -> Callable[[str], Any]:
-    """An argparse ``type``: parses `kind` (int or float) and checks it is finite and >= `low`
-    (> `low` with `low_open`; None: any finite value); argparse then names the flag in its
-    error, e.g. ``argument --episodes: must be an integer >= 1, got '0'``."""
-    what = "an integer" if kind is int else "a number"
-
-    def parse(text: str) -> Any:
-        try:
-            value = kind(text)
-            ok = math.isfinite(value) and (
-                low is None or (value > low if low_open else value >= low)
-            )
-        except (ValueError, OverflowError):
-            raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}") from None
-        if not ok:
-            raise argparse.ArgumentTypeError(
-                f"must be {_range_text(what, low, None, low_open)}, got {text!r}"
-            )
-        return value
-
-    return parse

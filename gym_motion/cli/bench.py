@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from gym_motion import config_values as cv
+from gym_motion.cli.numbers import cli_number
 
 __all__ = ["register"]
 
@@ -15,8 +15,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="env-steps/s, per-phase ms and the physics-only limit, in one run",
         description="Step TrackingVecEnv with random actions; compare with bare batched physics.",
     )
-    p.add_argument("--num-envs", type=cv.cli_number(int, 1), nargs="+", default=[1024])
-    p.add_argument("--steps", type=cv.cli_number(int, 1), default=200,
+    p.add_argument("--num-envs", type=cli_number(int, 1), nargs="+", default=[1024])
+    p.add_argument("--steps", type=cli_number(int, 1), default=200,
                    help="timed control steps per N")  # fmt: skip
     p.add_argument(
         "--backend",
@@ -25,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         choices=("mujoco", "mjwarp", "motrix"),
         help="one or more; several run in turn for each N, each in its own process",
     )
-    p.add_argument("--threads", type=cv.cli_number(int, 1), default=None,
+    p.add_argument("--threads", type=cli_number(int, 1), default=None,
                    help="physics threads (mujoco, motrix)")  # fmt: skip
     p.add_argument("--device", default=None, help="Warp device (mjwarp), e.g. cuda:0 or cpu")
     p.add_argument("--json", default=None, help="also write the results to this JSON file")

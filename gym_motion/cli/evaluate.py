@@ -21,9 +21,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from gym_motion import config_values as cv
 from gym_motion.atomic import check_output_path, write_json
 from gym_motion.backends import BACKENDS
+from gym_motion.cli.numbers import cli_number
 
 __all__ = ["PolicySource", "add_policy_args", "policy_source", "register"]
 
@@ -42,9 +42,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_policy_args(p)
     p.add_argument("--motion", nargs="+", default=None, metavar="CLIP", help="clip npz(s)")
-    p.add_argument("--episodes", type=cv.cli_number(int, 1), default=1,
+    p.add_argument("--episodes", type=cli_number(int, 1), default=1,
                    help="episodes per clip (in parallel)")  # fmt: skip
-    p.add_argument("--max-seconds", type=cv.cli_number(float, 0.0, low_open=True), default=None,
+    p.add_argument("--max-seconds", type=cli_number(float, 0.0, low_open=True), default=None,
                    help="cap on an episode, s")  # fmt: skip
     p.add_argument(
         "--json",

@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from gym_motion import config_values as cv
 from gym_motion.atomic import check_output_path
+from gym_motion.cli.numbers import cli_number
 
 __all__ = ["register"]
 
@@ -33,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--model", required=True, metavar="RUN_DIR", help="a gym-motion train run (sb3, rsl_rl)"
     )
     p.add_argument("-o", "--output", required=True, metavar="POLICY.onnx", help="ONNX file")
-    p.add_argument("--opset", type=cv.cli_number(int, MIN_OPSET), default=OPSET,
+    p.add_argument("--opset", type=cli_number(int, MIN_OPSET), default=OPSET,
                    help="ONNX opset (default %(default)s)")  # fmt: skip
     p.add_argument(
         "--no-check", action="store_true", help="skip the onnxruntime-vs-torch comparison"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import warnings
 
-from gym_motion import config_values as cv
+from gym_motion.cli.numbers import cli_number
 
 __all__ = ["register_convert", "register_inspect"]
 
@@ -23,15 +23,15 @@ def register_convert(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--output", required=True, help="output .npz")
     p.add_argument(
         "--input-fps",
-        type=cv.cli_number(float, 0.0, low_open=True),
+        type=cli_number(float, 0.0, low_open=True),
         default=None,
         help="frame rate of a CSV's rows (required for a CSV; a pickle or npz states its own)",
     )
-    p.add_argument("--output-fps", type=cv.cli_number(float, 0.0, low_open=True), default=50.0,
+    p.add_argument("--output-fps", type=cli_number(float, 0.0, low_open=True), default=50.0,
                    help="frame rate of the clip")  # fmt: skip
     p.add_argument(
         "--frames",
-        type=cv.cli_number(int, 0),
+        type=cli_number(int, 0),
         nargs=2,
         metavar=("FIRST", "STOP"),
         help="0-based input rows [FIRST, STOP) to convert (a slice)",
@@ -72,7 +72,7 @@ def register_inspect(subparsers: argparse._SubParsersAction) -> None:
         "depth), and joint jumps.",
     )
     p.add_argument("clip", nargs="+", help="motion .npz or GMR .pkl file(s)")
-    p.add_argument("--top", type=cv.cli_number(int, 0), default=5,
+    p.add_argument("--top", type=cli_number(int, 0), default=5,
                    help="how many largest joint jumps to list")  # fmt: skip
     p.set_defaults(func=_run_inspect)
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from gym_motion import config_values as cv
 from gym_motion.atomic import check_output_path
 from gym_motion.cli.evaluate import add_policy_args, policy_source
+from gym_motion.cli.numbers import cli_number
 
 __all__ = ["register"]
 
@@ -33,13 +33,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="clip npz (default: the run's first training clip, else the embedded default)",
     )  # fmt: skip
     p.add_argument("-o", "--output", required=True, help="output .mp4")
-    positive = cv.cli_number(float, 0.0, low_open=True)
+    positive = cli_number(float, 0.0, low_open=True)
     p.add_argument("--seconds", type=positive, default=None, help="length (default: whole clip)")
     p.add_argument("--fps", type=positive, default=25.0, help="frame rate, divides 50 (default 25)")
-    p.add_argument("--width", type=cv.cli_number(int, 2), default=640)
-    p.add_argument("--height", type=cv.cli_number(int, 2), default=480)
+    p.add_argument("--width", type=cli_number(int, 2), default=640)
+    p.add_argument("--height", type=cli_number(int, 2), default=480)
     p.add_argument(
-        "--hold", type=cv.cli_number(float, 0.0), default=1.0,
+        "--hold", type=cli_number(float, 0.0), default=1.0,
         help="seconds the frame of a termination is held",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")

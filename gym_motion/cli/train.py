@@ -11,8 +11,8 @@ import argparse
 import json
 from typing import Any
 
-from gym_motion import config_values as cv
 from gym_motion.backends import BACKENDS
+from gym_motion.cli.numbers import cli_number
 
 __all__ = ["DEFAULT_MAX_MINUTES", "parse_overrides", "register", "run_config"]
 
@@ -47,25 +47,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--motion", nargs="+", default=[], metavar="CLIP", help="clip npz(s) or folders "
         "(default: the embedded default motion)"
     )  # fmt: skip
-    run.add_argument("--num-envs", type=cv.cli_number(int, 1), default=d.num_envs,
+    run.add_argument("--num-envs", type=cli_number(int, 1), default=d.num_envs,
                      help="parallel envs")  # fmt: skip
-    run.add_argument("--total-steps", type=cv.cli_number(int, 1), default=d.total_steps,
+    run.add_argument("--total-steps", type=cli_number(int, 1), default=d.total_steps,
                      help="env steps, all envs (learning stops at the first whole rollout, "
                      "num_envs x n_steps env steps, that reaches it)")  # fmt: skip
     run.add_argument(
-        "--max-minutes", type=cv.cli_number(float, None), default=DEFAULT_MAX_MINUTES,
+        "--max-minutes", type=cli_number(float, None), default=DEFAULT_MAX_MINUTES,
         help="wall-clock budget of learning; <= 0: none (default %(default)s)",
     )  # fmt: skip
     run.add_argument("--seed", type=int, default=d.seed)
     run.add_argument("--out", default=None, help="run folder (default runs/<date>-<time>)")
     run.add_argument(
-        "--reset-noise-ramp", type=cv.cli_number(float, 0.0), default=d.reset_noise_ramp,
+        "--reset-noise-ramp", type=cli_number(float, 0.0), default=d.reset_noise_ramp,
         metavar="F",
         help="ramp the reset noise from none to full over this fraction of --total-steps; "
         "0: full from the start (default %(default)s)",
     )  # fmt: skip
     run.add_argument(
-        "--eval-every", type=cv.cli_number(int, 0), default=d.eval_every_steps, metavar="STEPS",
+        "--eval-every", type=cli_number(int, 0), default=d.eval_every_steps, metavar="STEPS",
         help="deterministic evaluation from the clip start every STEPS env steps, in the logs "
         "and curves (0: off; default %(default)s)",
     )  # fmt: skip
@@ -78,7 +78,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     task.add_argument("--backend", default=d.env.backend.name, choices=BACKENDS,
                       help="physics backend")  # fmt: skip
     task.add_argument(
-        "--num-threads", type=cv.cli_number(int, 1), default=None,
+        "--num-threads", type=cli_number(int, 1), default=None,
         help="physics threads (--backend mujoco)",
     )
     task.add_argument(
