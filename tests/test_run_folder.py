@@ -93,3 +93,26 @@ def test_export_from_the_folder_then_eval_the_onnx(run, tmp_path, capsys):
     assert result["mean"]["episode_length"] == summary["after"]["mean"]["episode_length"]
     assert result["mean"]["mpkpe_mm"] == pytest.approx(summary["after"]["mean"]["mpkpe_mm"],
                                                         rel=1e-4)  # fmt: skip
+
+
+@pytest.mark.parametrize("library", sorted(LIBRARIES))
+def test_checkpoints_are_whole_runs_while_learning(library, tmp_path, monkeypatch):
+    """Every rollout end saves (checkpoint_minutes ~0): each checkpoint loads as the run's
+    policy while learning goes on, and the last one is the trained model."""
+    pytest.importorskip({"sb3": "stable_baselines3", "rsl_rl": "rsl_rl"}[library])
+    learner = LIBRARIES[library]
+    save = learner.save
+    loaded = []
+
+    def save_and_load(self, path):
+        save(self, path)
+        loaded.append(RunFolder(path).policy())
+
+    monkeypatch.setattr(learner, "save", save_and_load)
+    out = tmp_path / "run"
+    train(RunConfig(library=library, num_envs=2, total_steps=48, out=str(out),
+                    eval_every_steps=0, eval_max_seconds=0.1, video_seconds=0.0,
+                    checkpoint_minutes=1e-9, **SETTINGS[library]))  # fmt: skip
+    # 3 rollouts of 8 steps x 2 envs: a checkpoint after each, and the final save
+    assert len(loaded) == 4
+    assert not [p.name for p in out.iterdir() if p.name.endswith(".tmp")]

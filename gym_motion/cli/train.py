@@ -70,6 +70,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "and curves (0: off; default %(default)s)",
     )  # fmt: skip
     run.add_argument(
+        "--checkpoint-minutes", type=cli_number(float, 0.0), default=d.checkpoint_minutes,
+        metavar="MIN", help="save the model into the run folder every MIN minutes of learning "
+        "(0: only at the end; default %(default)s)",
+    )  # fmt: skip
+    run.add_argument(
         "--no-video", action="store_true",
         help=f"no final_eval.mp4 ({d.video_seconds:g} s of the trained policy on the first clip)",
     )  # fmt: skip
@@ -178,6 +183,7 @@ def run_config(args: argparse.Namespace):
         reset_noise_ramp=args.reset_noise_ramp,
         eval_every_steps=args.eval_every,
         video_seconds=0.0 if args.no_video else RunConfig.video_seconds,
+        checkpoint_minutes=args.checkpoint_minutes,
         algo=args.algo,
         ppo=parse_overrides(args.ppo),
         sac=parse_overrides(args.sac, "--sac"),

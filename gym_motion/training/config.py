@@ -58,6 +58,8 @@ class RunConfig:
         eval_every_steps: a deterministic evaluation from the clip start every this many env
             steps and at the end, logged as ``eval/*`` and drawn in the curves PNG; 0: off.
         video_seconds: length of ``final_eval.mp4``, s; 0: no video.
+        checkpoint_minutes: save the model files into the run folder (atomically) at the
+            first rollout end after every this many minutes of learning; 0: only at the end.
         algo: the library's algorithm ("ppo"; SB3 also "sac").
         ppo, sac: hyperparameters of the library's defaults that this run changes.
         device: torch device of the networks ("cpu", "cuda:0"; rsl_rl).
@@ -82,6 +84,7 @@ class RunConfig:
     reset_noise_ramp: float = 0.5
     eval_every_steps: int = 500_000
     video_seconds: float = 5.0
+    checkpoint_minutes: float = 5.0
     algo: str = "ppo"
     ppo: dict[str, Any] = field(default_factory=dict)
     sac: dict[str, Any] = field(default_factory=dict)
@@ -93,6 +96,8 @@ class RunConfig:
             raise ValueError(f"RunConfig.env must be a TrackingEnvCfg, got {self.env!r}")
         if not 0.0 <= self.reset_noise_ramp <= 1.0:
             raise ValueError(f"reset_noise_ramp must be in [0, 1], got {self.reset_noise_ramp}")
+        if not self.checkpoint_minutes >= 0.0:
+            raise ValueError(f"checkpoint_minutes must be >= 0, got {self.checkpoint_minutes}")
         if self.obs_mode not in OBS_MODES:
             raise ValueError(f"obs_mode must be one of {OBS_MODES}, got {self.obs_mode!r}")
         if self.env.sampling.mode not in TRAIN_SAMPLING:

@@ -28,6 +28,8 @@ class Progress:
             set here). evaluate: current policy -> `evaluate_policy_on_clips` result, or None
             (no periodic evaluations, e.g. ranks other than 0). world_size, device: ranks of a
             distributed run agree on the budget (the slowest decides) over torch.distributed.
+        checkpoint: saves the model files (None: no checkpoints, e.g. ranks other than 0),
+            called at the first rollout end after every ``config.checkpoint_minutes``.
 
     Attributes:
         scale: the reset-noise scale in use. stop: learning should stop (the budget).
@@ -42,6 +44,7 @@ class Progress:
         evaluate: Callable[[], dict[str, Any]] | None,
         world_size: int = 1,
         device: str = "cpu",
+        checkpoint: Callable[[], None] | None = None,
     ):
         self.config, self.env, self._evaluate = config, env, evaluate
         self.world_size, self.device = world_size, device
@@ -50,12 +53,14 @@ class Progress:
         self.evals: list[dict[str, float]] = []
         self.stop = False
         self._next_eval = config.eval_every_steps or math.inf
-        self._t0 = time.perf_counter()
+        self._checkpoint = checkpoint if config.checkpoint_minutes > 0 else None
+        self.checkpoints = 0
+        self._t0 = self._saved = time.perf_counter()
         self._set_scale(0)
 
     def start(self) -> None:
         """Start the budget's clock (learning begins)."""
-        self._t0 = time.perf_counter()
+        self._t0 = self._saved = time.perf_counter()
 
     def _set_scale(self, steps: int) -> None:
         ramp = self.config.reset_noise_ramp
@@ -66,8 +71,8 @@ class Progress:
         """After a rollout (and, for on-policy libraries, its update or just before it) at
         `steps` env steps: keep `values` (None: nothing logged this rollout) for the curves,
         set the reset-noise scale of the next rollout, run the periodic evaluation when due
-        (not at the last rollout: the run's final evaluation follows), and set `stop` past the
-        budget.
+        (not at the last rollout: the run's final evaluation follows), save a checkpoint when
+        due, and set `stop` past the budget.
 
         Returns:
             The evaluation's ``eval/*`` values for the learner to log (``{}`` when none ran).
@@ -80,6 +85,11 @@ class Progress:
             out = self.evaluate_now(steps)
             while self._next_eval <= steps:
                 self._next_eval += self.config.eval_every_steps
+        due = time.perf_counter() - self._saved >= 60.0 * self.config.checkpoint_minutes
+        if self._checkpoint is not None and due:
+            self._checkpoint()
+            self.checkpoints += 1
+            self._saved = time.perf_counter()
         if self._over_budget():
             self.stop = True
         return out

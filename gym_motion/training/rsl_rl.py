@@ -24,6 +24,7 @@ statistics. rsl_rl, torch and tensordict are imported when a learner is built.
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -163,7 +164,9 @@ class RslRlLearner:
                 writer.add_scalar(key, value, it)
 
     def save(self, path: Path) -> None:
-        self.runner.save(str(path / "model.pt"))
+        tmp = path / ".model.pt.tmp"  # torch.save takes a path: written whole, then renamed
+        self.runner.save(str(tmp))
+        os.replace(tmp, path / "model.pt")
 
     def close(self) -> None:
         writer = self.runner.logger.writer

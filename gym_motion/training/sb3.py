@@ -30,6 +30,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gym_motion.atomic import atomic_file
 from gym_motion.policy import Policy
 
 if TYPE_CHECKING:
@@ -294,8 +295,12 @@ class SB3Learner:
             self.model.logger.record(key, value)
 
     def save(self, path: Path) -> None:
-        self.model.save(path / "model.zip")
-        self.venv.save(str(path / "vecnormalize.pkl"))
+        import pickle
+
+        with atomic_file(path / "model.zip") as f:
+            self.model.save(f)
+        with atomic_file(path / "vecnormalize.pkl") as f:  # what VecNormalize.save writes
+            pickle.dump(self.venv, f)
 
     def close(self) -> None:
         logger = self.model.logger

@@ -54,7 +54,8 @@ class Learner(Protocol):
         summary_entries(): the library's keys of summary.json.
         policy(): the current deterministic `Policy`.
         log(values): write scalars (e.g. the final ``eval/*``) to the library's logger.
-        save(path): write the model files into the run folder.
+        save(path): write the model files into the run folder, each atomically (checkpoints
+            during learning, and at its end).
         close(): flush the logs, close the env.
     """
 
@@ -134,7 +135,8 @@ def train(config: RunConfig) -> dict[str, Any]:
     if config.eval_every_steps and main:
         periodic = lambda: evaluate(learner.policy())  # noqa: E731
     # the reset-noise scale is set before the learner's wrapper resets the envs
-    progress = Progress(config, env, periodic, world, config.device)
+    checkpoint = (lambda: learner.save(folder.path)) if main else None  # noqa: E731
+    progress = Progress(config, env, periodic, world, config.device, checkpoint)
     learner = None
     try:
         learner = library(config, env, folder.path if main else None, world)
