@@ -1,8 +1,8 @@
 """Policies in and out: ONNX import with deploy metadata (`gym_motion.deploy`), export
-(`gym_motion.deploy.export`), frame-per-step clip playback, and `gym-motion eval --onnx`.
+(`gym_motion.training.export`), frame-per-step clip playback, and `gym-motion eval --onnx`.
 
 The real client is the shared B_Fence1 policy (trained in mjlab, ``../shared/policies``; tests
-that need it skip when it is absent). The SB3 round trip builds a tiny run (2 envs, a few
+that need it skip when it is absent). The SB3 round trip trains a tiny run (2 envs, a few
 PPO updates) in a temporary folder.
 """
 
@@ -25,7 +25,7 @@ from gym_motion.cli import main  # noqa: E402
 from gym_motion.deploy import METADATA_KEYS, OnnxPolicy, PolicyMeta, deploy_metadata  # noqa: E402
 from gym_motion.envs.config import TrackingEnvCfg, eval_cfg  # noqa: E402
 from gym_motion.envs.tracking import TrackingVecEnv  # noqa: E402
-from gym_motion.evaluate import ending, evaluate  # noqa: E402
+from gym_motion.evaluate import ending, evaluate_policy_on_clips  # noqa: E402
 from gym_motion.motion import DEFAULT_MOTION_PATH, MotionLibrary, load_clip, save_clip  # noqa: E402
 from gym_motion.robots.g1 import G1  # noqa: E402
 
@@ -146,7 +146,7 @@ def test_shared_policy_tracks_its_clip_frame_per_step_through_the_cli(fence, tmp
 
 
 def test_shared_policy_tracks_its_clip_in_real_time(fence):
-    result = evaluate(clips=[FENCE_NPZ], policy=OnnxPolicy(FENCE_ONNX))
+    result = evaluate_policy_on_clips([FENCE_NPZ], OnnxPolicy(FENCE_ONNX))
     (clip,) = result["clips"].values()
     assert clip["playback"] == "real_time" and clip["max_episode_steps"] == 1348
     assert clip["episode_length"] >= 1300, clip["terminations"]
@@ -383,34 +383,26 @@ def test_exported_metadata_has_the_keys_and_values_of_the_mjlab_file(fence):
 
 @pytest.fixture(scope="module", params=["policy", "dict"])
 def tiny_run(request, tmp_path_factory) -> Path:
-    """A `gym-motion train`-style run folder after a few PPO updates on 2 envs."""
+    """A `gym-motion train` run folder after a few PPO updates on 2 envs (no periodic
+    evaluation, no video)."""
     pytest.importorskip("stable_baselines3")
-    from gym_motion.adapters.sb3.train import (
-        TrainConfig,
-        make_env,
-        make_model,
-        resolved_config,
-    )
+    from gym_motion.training import RunConfig, train, train_env_cfg
 
     out = tmp_path_factory.mktemp(f"run_{request.param}")
-    config = TrainConfig(num_envs=2, obs_mode=request.param, out=str(out),
-                         ppo={"net_arch": [32, 32], "n_steps": 16},
-                         backend_kwargs={"num_threads": 1})  # fmt: skip
-    motions = [str(DEFAULT_MOTION_PATH)]
-    venv = make_env(config, motions)
-    model, _ = make_model(config, venv)
-    model.learn(64)
-    model.save(out / "model.zip")
-    venv.save(str(out / "vecnormalize.pkl"))
-    (out / "config.json").write_text(json.dumps(resolved_config(config, motions)))
-    venv.close()
+    config = RunConfig(library="sb3", num_envs=2, obs_mode=request.param, out=str(out),
+                       total_steps=64, ppo={"net_arch": [32, 32], "n_steps": 16},
+                       env=train_env_cfg().updated(backend_kwargs={"num_threads": 1}),
+                       motion=[str(DEFAULT_MOTION_PATH)], eval_every_steps=0,
+                       video_seconds=0.0)  # fmt: skip
+    summary = train(config)
+    assert summary["env_steps"] == 64 and not summary["interrupted"]
     return out
 
 
 def test_export_then_eval_onnx_gives_the_sb3_models_actions_and_episode(
     tiny_run, capsys, same_eval_of_run_and_onnx
 ):
-    from gym_motion.adapters.sb3.policy import load_run_policy
+    from gym_motion.training import RunFolder
 
     path = tiny_run / "new" / "folder" / "policy.onnx"  # export makes missing folders
     assert main(["export", "--model", str(tiny_run), "-o", str(path)]) == 0
@@ -424,8 +416,9 @@ def test_export_then_eval_onnx_gives_the_sb3_models_actions_and_episode(
     assert config_json.read_bytes() == before
     meta = props(path)
     assert {k: meta[k] for k in METADATA_KEYS} == deploy_metadata(TrackingEnvCfg())
-    model_policy, config = load_run_policy(tiny_run)
-    obs_mode = config["train"]["obs_mode"]
+    folder = RunFolder(tiny_run)
+    model_policy, obs_mode = folder.policy(), folder.obs_mode()
+    assert obs_mode == folder.config()["train"]["obs_mode"]
     env = TrackingVecEnv(3, cfg=eval_cfg(), obs_mode=obs_mode, seed=0)
     try:
         onnx_policy = OnnxPolicy(path).bind(env)
@@ -442,19 +435,23 @@ def test_export_then_eval_onnx_gives_the_sb3_models_actions_and_episode(
 def test_export_refuses_an_actor_that_reads_the_critic_group(tmp_path):
     pytest.importorskip("stable_baselines3")
     from stable_baselines3 import PPO
+    from stable_baselines3.common.vec_env import VecNormalize
 
-    from gym_motion.adapters.sb3.train import TrainConfig, make_env, resolved_config
-    from gym_motion.deploy.export import export_run
+    from gym_motion.adapters.sb3.vec_env import SB3VecEnv
+    from gym_motion.training import RunConfig, RunFolder
+    from gym_motion.training.export import export_run
 
-    config, motions = TrainConfig(num_envs=1, obs_mode="dict"), [str(DEFAULT_MOTION_PATH)]
-    venv = make_env(config, motions)
+    config, motions = RunConfig(num_envs=1, obs_mode="dict"), [str(DEFAULT_MOTION_PATH)]
+    env = TrackingVecEnv(1, motion=motions, cfg=config.env, autoreset_mode="same_step",
+                         obs_mode="dict", seed=0)  # fmt: skip
+    venv = VecNormalize(SB3VecEnv(env), norm_obs=True, norm_reward=False, clip_obs=10.0)
     # SB3's MultiInputPolicy feeds the privileged critic group to the actor as well
     PPO("MultiInputPolicy", venv, n_steps=8, batch_size=8, device="cpu").save(
         tmp_path / "model.zip"
     )
     venv.save(str(tmp_path / "vecnormalize.pkl"))
     venv.close()
-    (tmp_path / "config.json").write_text(json.dumps(resolved_config(config, motions)))
+    RunFolder(tmp_path).write_config(config, motions, {}, {})  # library sb3, its task
     with pytest.raises(ValueError, match="reads every observation group"):
         export_run(tmp_path, tmp_path / "x.onnx")
     assert not (tmp_path / "x.onnx").exists()
@@ -492,7 +489,7 @@ def test_eval_without_json_writes_no_file_and_names_the_termination(tmp_path, mo
     assert main(["eval", "--policy", "zero"]) == 0
     out = capsys.readouterr().out
     assert list(tmp_path.iterdir()) == [] and "results not written (no --json)" in out
-    result = evaluate(policy="zero")
+    result = evaluate_policy_on_clips([DEFAULT_MOTION_PATH], None)
     (clip,) = result["clips"].values()
     (end,) = clip["terminations"]
     assert end["step"] == clip["episode_length"] < clip["max_episode_steps"]
@@ -500,23 +497,54 @@ def test_eval_without_json_writes_no_file_and_names_the_termination(tmp_path, mo
     assert f"{'+'.join(end['causes'])} at step {end['step']}" in out
 
 
-def test_run_task_cfg_reads_tagged_and_plain_configs_and_refuses_another_robot(tmp_path):
-    pytest.importorskip("stable_baselines3")
-    from gym_motion.adapters.sb3.train import TrainConfig, resolved_config
-    from gym_motion.deploy.export import export_run, run_task_cfg
+def plain_values(obj):
+    """`obj` as config.json of earlier gym_motion versions wrote it (their ``jsonable``):
+    dataclasses, tuples and numpy values as JSON values, functions by name."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: plain_values(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, dict):
+        return {str(k): plain_values(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [plain_values(v) for v in obj]
+    if callable(obj):
+        return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', repr(obj))}"
+    if hasattr(obj, "item") and getattr(obj, "ndim", 1) == 0:
+        return obj.item()
+    if hasattr(obj, "tolist"):
+        return obj.tolist()
+    if isinstance(obj, str | int | float | bool) or obj is None:
+        return obj
+    return repr(obj)
+
+
+def test_run_env_cfg_reads_tagged_and_plain_configs_and_refuses_another_robot(tmp_path):
+    pytest.importorskip("torch")  # export_run's
+    from gym_motion.training import RunFolder, train_env_cfg
+    from gym_motion.training.export import export_run
+
+    def env_cfg(config: dict) -> TrackingEnvCfg:
+        run = tmp_path / "run"
+        run.mkdir(exist_ok=True)
+        (run / "config.json").write_text(json.dumps(config))
+        return RunFolder(run).env_cfg()
 
     no_se = TrackingEnvCfg(state_estimation=False)
-    tagged = run_task_cfg({"env": json.loads(no_se.to_json())})
+    tagged = env_cfg({"env": json.loads(no_se.to_json())})
     assert tagged.state_estimation is False and tagged.robot is G1
-    plain = resolved_config(TrainConfig(state_estimation=False), [str(DEFAULT_MOTION_PATH)])
-    cfg = run_task_cfg(plain)
+    # config.json of an earlier version: no "library", the task as plain values
+    plain = {
+        "train": {"state_estimation": False, "motion": [str(DEFAULT_MOTION_PATH)]},
+        "env": plain_values(train_env_cfg(state_estimation=False)),
+    }
+    assert "__type__" not in plain["env"]
+    cfg = env_cfg(plain)
     assert deploy_metadata(cfg) == deploy_metadata(no_se)
     assert deploy_metadata(cfg)["observation_names"].split(",") == [
         "command", "motion_anchor_ori_b", "base_ang_vel", "joint_pos", "joint_vel", "actions"
     ]  # fmt: skip
     plain["env"]["robot"]["kp"] = [1.0] * 29
     with pytest.raises(ValueError, match=r"run/config.json: env.robot.kp differs from robot 'g1'"):
-        run_task_cfg(plain, "run/config.json")
+        env_cfg(plain)
     (tmp_path / "model.zip").write_bytes(b"")
     with pytest.raises(FileNotFoundError, match="config.json is needed for the deploy metadata"):
         export_run(tmp_path, tmp_path / "p.onnx")

@@ -16,8 +16,10 @@ import numpy as np
 import pytest
 
 from gym_motion.cli import main
-from gym_motion.evaluate import METRICS, evaluate, evaluate_clip, zero_policy
+from gym_motion.evaluate import METRICS, evaluate_clip, evaluate_policy_on_clips
 from gym_motion.motion import DEFAULT_MOTION_PATH
+from gym_motion.policy import zero_policy
+from gym_motion.training import RunFolder
 
 LINEAR_MAX_SECONDS = 1.0
 
@@ -50,11 +52,13 @@ tests_dir, tmp = sys.argv[1], sys.argv[2]
 sys.path.insert(0, tests_dir)
 
 from gym_motion.cli import main
-from gym_motion.evaluate import evaluate
+from gym_motion.evaluate import evaluate_policy_on_clips
+from gym_motion.motion import DEFAULT_MOTION_PATH
 from test_evaluate import LINEAR_MAX_SECONDS, linear_policy
 
-out = {"zero": evaluate(policy="zero")}
-out["linear"] = evaluate(policy=linear_policy, max_seconds=LINEAR_MAX_SECONDS)
+out = {"zero": evaluate_policy_on_clips([DEFAULT_MOTION_PATH], None)}
+out["linear"] = evaluate_policy_on_clips([DEFAULT_MOTION_PATH], linear_policy,
+                                         max_seconds=LINEAR_MAX_SECONDS)
 out["cli_eval_zero"] = main(["eval", "--policy", "zero", "--max-seconds", "0.2",
                              "--json", tmp + "/zero.json"])
 import onnx
@@ -95,10 +99,12 @@ def without_sb3(tmp_path_factory) -> dict:
 
 
 def test_zero_policy_evaluates_without_sb3_or_torch(without_sb3):
-    here = evaluate(policy="zero")
+    here = evaluate_policy_on_clips([DEFAULT_MOTION_PATH], None)
     there = without_sb3["zero"]
-    assert set(there) == set(here) == {"policy", "clips", "mean", "run"}
-    assert there["policy"] == "zero" and there["run"] is None
+    # an evaluation without a run folder has no "run" (RunFolder.evaluate adds it; the eval
+    # command writes "run": null, test_eval_cli_with_zero_policy_imports_neither_sb3_nor_torch)
+    assert set(there) == set(here) == {"policy", "clips", "mean"}
+    assert there["policy"] == "zero"
     (clip,) = here["clips"]
     assert Path(clip) == DEFAULT_MOTION_PATH
     assert set(there["clips"][clip]) == set(here["clips"][clip])
@@ -110,7 +116,8 @@ def test_zero_policy_evaluates_without_sb3_or_torch(without_sb3):
 
 
 def test_numpy_callable_evaluates_without_sb3_or_torch(without_sb3):
-    here = evaluate(policy=linear_policy, max_seconds=LINEAR_MAX_SECONDS)
+    here = evaluate_policy_on_clips([DEFAULT_MOTION_PATH], linear_policy,
+                                    max_seconds=LINEAR_MAX_SECONDS)  # fmt: skip
     there = without_sb3["linear"]
     assert set(there) == set(here)
     assert here["policy"] == "model"
@@ -126,6 +133,7 @@ def test_eval_cli_with_zero_policy_imports_neither_sb3_nor_torch(without_sb3):
     assert without_sb3["cli_eval_zero"] == 0
     assert without_sb3["attempts_while_evaluating"] == []
     assert without_sb3["zero_json"]["policy"] == "zero"
+    assert without_sb3["zero_json"]["run"] is None
     assert without_sb3["zero_json"]["mean"]["episode_length"] <= 10
 
 
@@ -173,11 +181,19 @@ def test_dict_observations_reach_the_policy_as_a_dict():
     assert seen == [{"policy": (1, 160), "critic": (1, 286)}] * 2
 
 
-def test_unknown_policy_name_is_refused():
+def test_unknown_policy_name_is_refused(tmp_path):
+    import argparse
+
+    from gym_motion.cli.evaluate import add_policy_args, policy_source
+
     with pytest.raises(ValueError, match="'model', 'zero' or a callable"):
-        evaluate(policy="random")
-    with pytest.raises(ValueError, match="run folder"):
-        evaluate(None, policy="model")
+        RunFolder(tmp_path).evaluate(policy="random")
+    # the model without a run folder: only a RunFolder evaluates its model; the policy options
+    # refuse --policy model without --model
+    p = argparse.ArgumentParser()
+    add_policy_args(p)
+    with pytest.raises(SystemExit, match="gym-motion eval: --model RUN_DIR or --onnx"):
+        policy_source(p.parse_args(["--policy", "model"]), "eval")
 
 
 def test_eval_zero_policy_cli(tmp_path):
@@ -191,13 +207,13 @@ def test_eval_zero_policy_cli(tmp_path):
 def test_policy_options_are_checked_alike_for_eval_and_render(command):
     import argparse
 
+    from gym_motion.cli.evaluate import add_policy_args, policy_source
     from gym_motion.deploy import DEFAULT_POLICY_PATH
-    from gym_motion.evaluate import add_policy_args, check_policy_args
 
     p = argparse.ArgumentParser()
     add_policy_args(p)
     args = p.parse_args(["--policy", "tracker"])
-    check_policy_args(args, command)
+    policy_source(args, command)
     assert (args.onnx, args.policy) == (str(DEFAULT_POLICY_PATH), None)
     for argv, message in (
         (["--policy", "tracker", "--model", "run"], "--policy tracker runs the shipped ONNX"),
@@ -205,4 +221,4 @@ def test_policy_options_are_checked_alike_for_eval_and_render(command):
         (["--policy-meta", "m.yaml"], "--policy-meta goes with --onnx"),
     ):
         with pytest.raises(SystemExit, match=f"gym-motion {command}: {message}"):
-            check_policy_args(p.parse_args(argv), command)
+            policy_source(p.parse_args(argv), command)

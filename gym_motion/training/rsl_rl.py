@@ -52,7 +52,12 @@ class RslRlLearner:
     @classmethod
     def check(cls, config: RunConfig) -> None:
         """Raises ValueError for settings rsl_rl cannot run (an algorithm other than PPO,
-        unknown PPO settings, SAC settings)."""
+        unknown PPO settings, SAC settings), and ModuleNotFoundError without rsl_rl, tensordict
+        or torch (the ``[rsl_rl]`` extra), before any work."""
+        import rsl_rl  # noqa: F401
+        import tensordict  # noqa: F401
+        import torch  # noqa: F401
+
         if config.algo != "ppo":
             raise ValueError(f"algo {config.algo!r} is an sb3 algorithm; library rsl_rl trains "
                              "PPO")  # fmt: skip

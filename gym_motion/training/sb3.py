@@ -204,7 +204,11 @@ class SB3Learner:
     @classmethod
     def check(cls, config: RunConfig) -> None:
         """Raises ValueError for settings SB3 cannot run (unknown algorithm or settings, SAC
-        on dict observations, a distributed run)."""
+        on dict observations, a distributed run), and ModuleNotFoundError without SB3 or torch
+        (the ``[sb3]`` extra), before any work."""
+        import stable_baselines3  # noqa: F401
+        import torch  # noqa: F401
+
         resolved_settings(config)
         if config.algo == "sac" and config.obs_mode != "policy":
             raise ValueError(

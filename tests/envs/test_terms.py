@@ -104,7 +104,6 @@ def test_state_buffers_cannot_be_reassigned_only_written():
     env.close()
 
 
-
 def test_actions_that_are_views_of_the_action_history_step_as_copies():
     def run(alias: bool) -> list[np.ndarray]:
         env = TrackingVecEnv(3, cfg=eval_cfg(), seed=0)
