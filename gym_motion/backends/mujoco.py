@@ -20,7 +20,7 @@ The copy kernel costs ~1.9-2.2 ms at N = 1024 (its serial build: one thread belo
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 
 import mujoco
@@ -42,12 +42,13 @@ from gym_motion.backends.binding import (
     self_contact_columns,
 )
 from gym_motion.backends.threads import (
+    NumbaThreads,
     apply_numba_threads,
     pin_threads,
     resolve_thread_budget,
     thread_ids,
 )
-from gym_motion.kernels.dispatch import bind_builds, row_kernel, serial_rows_enabled
+from gym_motion.kernels.dispatch import bind_builds, row_kernel
 from gym_motion.kernels.quat import quat_mul, quat_rotate
 
 __all__ = ["MujocoBackend", "add_self_contact_sensor", "SELF_CONTACT_SENSOR"]
@@ -411,6 +412,8 @@ class MujocoBackend:
         if budget.pinned:
             pin_threads({0}, budget.cpus)  # the caller works in the pool; later threads inherit
         apply_numba_threads(budget)
+        # the kernels' build, picked once for this batch on the pool just sized (as the env does)
+        self._serial = NumbaThreads.for_rows(self.num_envs).serial
         before = thread_ids()
         # nthread includes the calling thread; 1 means no pool
         self._batch = mujoco.batch.Batch(model, self.num_envs, self.num_threads)
@@ -435,11 +438,11 @@ class MujocoBackend:
         self.self_contact_substeps = np.zeros(self.num_envs, np.int32)
         self._fields: dict[str, np.ndarray] = {}  # field -> live (N, ...) per-env table
         self._closed = False
-        # the kernels of every step, bound to the batch's views in both builds
+        # the kernels of every step, bound to the batch's views in its build
         self._kinematics = bind_builds(partial(
             _body_state_kernel, self._qpos, self._qvel, *self._kin, self.body_ids,
             self._joint_qadr, self._joint_dadr,
-        ))  # fmt: skip
+        ))[self._serial]  # fmt: skip
         self._post_step = self._bind_post_step()
         self._checked_out: BodyState | None = None  # the last `out` checked by copy_body_state_w
 
@@ -474,7 +477,7 @@ class MujocoBackend:
             self._batch.rollout(self.decimation, record=("sensordata",), out=self._record)
         except mujoco.batch.SimulationError as err:  # those rows kept their pre-step state
             self._failed[err.ids] = True
-        self._post_step[serial_rows_enabled()]()
+        self._post_step()
 
     def copy_body_state_w(self, out: BodyState, env_ids: np.ndarray | None = None) -> None:
         """Fill `out` (float32, world frame) from the current qpos/qvel of every env, or of
@@ -488,7 +491,7 @@ class MujocoBackend:
         if out is not self._checked_out:  # once per BodyState: the kernel does not bound-check
             check_body_state(out, self.num_envs, len(self.body_ids), len(self.joint_ids))
             self._checked_out = out
-        self._kinematics[serial_rows_enabled()](
+        self._kinematics(
             self._all_rows if env_ids is None else resolve_env_ids(env_ids, self.num_envs),
             out.pos_w,
             out.quat_w,
@@ -597,8 +600,8 @@ class MujocoBackend:
             return np.zeros((0, 3), np.int64), False
         return self_contact_columns(self.model, _MISSING_SENSOR_HINT)
 
-    def _bind_post_step(self) -> tuple:
-        """`_post_step_kernel` bound to the batch's views and the threshold, both builds."""
+    def _bind_post_step(self) -> Callable[[], None]:
+        """`_post_step_kernel` bound to the batch's views and the threshold, in its build."""
         threshold = self._self_contact_threshold
         cols, use_norm = self._contact
         return bind_builds(partial(
@@ -606,7 +609,7 @@ class MujocoBackend:
             self._failed, self._sens, cols, use_norm,
             -np.inf if threshold is None else float(threshold), QVEL_BOUND, self.nonfinite,
             self.self_contact_substeps,
-        ))  # fmt: skip
+        ))[self._serial]  # fmt: skip
 
     @property
     def qpos(self) -> np.ndarray:

@@ -190,8 +190,14 @@ class NumbaThreads:
         if threads < 1:
             raise ValueError(f"threads must be >= 1, got {threads}")
         self.threads = int(threads)
-        self._serial = serial_rows(self.threads == 1)
+        self._serial = serial_rows(self.serial)
         self._previous: list[int | None] = []
+
+    @property
+    def serial(self) -> bool:
+        """Whether row kernels run their serial build inside it (one thread): the build that
+        code binding its kernels once for this batch binds (`gym_motion.kernels.dispatch`)."""
+        return self.threads == 1
 
     @classmethod
     def for_rows(cls, num_rows: int) -> NumbaThreads:

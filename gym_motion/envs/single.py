@@ -8,7 +8,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
-from gym_motion.envs.tracking import ACTION_BOUND, TrackingVecEnv, spec_with_time_limit
+from gym_motion.envs.time_limit import spec_with_time_limit
+from gym_motion.envs.tracking import ACTION_BOUND, TrackingVecEnv
 from gym_motion.render import RENDER_MODES
 
 __all__ = ["ACTION_BOUND", "TrackingEnv"]

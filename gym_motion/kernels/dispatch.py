@@ -10,8 +10,10 @@ a second thread) makes every `row_kernel` run its serial build. Rows are indepen
 builds compile the same code without fast-math, so their results are bit-identical.
 
 Calling a `RowKernel` costs a Python frame (~0.4 us, as much as a serial kernel call itself).
-Code that calls the same kernels every step binds both builds once (`bind_builds`,
-`builds_of`) and indexes them with `serial_rows_enabled()`: ``builds[serial_rows_enabled()]``.
+Code that calls the same kernels every step (the env's managers, the MuJoCo backend) picks the
+build of its batch once, when it is built, and keeps that callable: ``bind_builds(call)[serial]``
+or ``builds_of(calls)[serial]``, with ``serial`` the `NumbaThreads.serial` of its batch
+(`gym_motion.backends.threads`), the same choice `serial_rows` makes inside that batch's calls.
 """
 
 from __future__ import annotations
@@ -74,7 +76,7 @@ class RowKernel:
         twin.__qualname__ = f"{func.__qualname__}__serial"
         twin.__module__ = func.__module__
         self.serial = njit(cache=True)(twin)
-        self.builds = (self.parallel, self.serial)  # indexed by serial_rows_enabled()
+        self.builds = (self.parallel, self.serial)  # indexed by `serial` (False, True)
         functools.update_wrapper(self, func)
 
     def __call__(self, *args):
@@ -90,7 +92,7 @@ def row_kernel(func: Callable) -> RowKernel:
 
 
 def bind_builds(call: Callable) -> tuple[Callable, Callable]:
-    """(parallel, serial) forms of `call`, to index with `serial_rows_enabled()`: a `RowKernel`'s
+    """(parallel, serial) forms of `call`, to index with a `serial` bool: a `RowKernel`'s
     two builds, or for a ``functools.partial`` of one, the partial over each build; any other
     callable twice, as it is."""
     if isinstance(call, RowKernel):

@@ -11,7 +11,7 @@ from functools import partial
 import numpy as np
 
 from gym_motion.kernels.actions import MAX_TARGET, joint_targets
-from gym_motion.kernels.dispatch import bind_builds, serial_rows_enabled
+from gym_motion.kernels.dispatch import bind_builds
 from gym_motion.managers.state import MDPState
 
 
@@ -21,12 +21,13 @@ class ActionManager:
     Args:
         state: the shared MDP state (`action`, `last_action`, `encoder_bias` are used).
         action_scale: (J,) rad per unit action.
+        serial: whether its kernels run their serial builds (the env's `NumbaThreads.serial`).
 
     Attributes:
         targets: (N, J) float32, joint position targets of the last `process`, rad.
     """
 
-    def __init__(self, state: MDPState, action_scale: np.ndarray):
+    def __init__(self, state: MDPState, action_scale: np.ndarray, *, serial: bool):
         self._state = state
         self._scale = np.asarray(action_scale, np.float32)
         self.targets = np.zeros(state.action.shape, np.float32)
@@ -35,7 +36,7 @@ class ActionManager:
         self._targets = bind_builds(partial(
             joint_targets, self._scale, s.default_joint_pos, s.encoder_bias, s.action,
             s.last_action, self.targets,
-        ))  # fmt: skip
+        ))[serial]  # fmt: skip
 
     def process(self, actions: np.ndarray, held: np.ndarray | None = None) -> np.ndarray:
         """Take (N, J) actions: last_action <- action <- actions, rows `held` (N,) bool get zero
@@ -54,7 +55,7 @@ class ActionManager:
         elif np.may_share_memory(actions, s.action) or np.may_share_memory(actions, s.last_action):
             actions = actions.copy()  # a view of the history (the kernel writes it as it reads)
         held = self._none_held if held is None else held
-        if self._targets[serial_rows_enabled()](actions, held):
+        if self._targets(actions, held):
             raise ValueError(self._refusal(actions))
         return self.targets
 

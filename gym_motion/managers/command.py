@@ -15,7 +15,7 @@ from functools import partial
 import numpy as np
 
 from gym_motion.kernels.command import reference_step
-from gym_motion.kernels.dispatch import bind_builds, serial_rows_enabled
+from gym_motion.kernels.dispatch import bind_builds
 from gym_motion.kernels.metrics import TRACKING_ERRORS, tracking_errors
 from gym_motion.kernels.reset import rsi_state
 from gym_motion.managers.state import MDPState
@@ -35,6 +35,7 @@ class CommandManager:
         sampling: a `gym_motion.envs.config.SamplingCfg` (mode, EMA rate, uniform weight, bins).
         reset: a `gym_motion.envs.config.ResetCfg` (RSI noise ranges).
         dt: control step, s (the library's frame period).
+        serial: whether its kernels run their serial builds (the env's `NumbaThreads.serial`).
 
     Attributes:
         clip_ids: (N,) int32, clip of each env. frames: (N,) int32, frame within the clip.
@@ -47,7 +48,7 @@ class CommandManager:
     """
 
     def __init__(self, library: MotionLibrary, state: MDPState, root_body: str, sampling, reset,
-                 dt: float):  # fmt: skip
+                 dt: float, *, serial: bool):  # fmt: skip
         self.library = library
         self._state = state
         lib_bodies = tuple(library.body_names)
@@ -78,15 +79,15 @@ class CommandManager:
         self._qvel = np.zeros((n, 6 + j))
         self.errors = np.zeros((n, len(TRACKING_ERRORS)), np.float32)
         self._error_sums = np.zeros((n, len(TRACKING_ERRORS)), np.float64)
-        # every step's kernels, bound once in both builds
-        self._advance_all = bind_builds(self._reference_step(True, self._all))
-        self._refresh_all = bind_builds(self._reference_step(False, self._all))
+        # every step's kernels, bound once in the build of this batch
+        self._advance_all = bind_builds(self._reference_step(True, self._all))[serial]
+        self._refresh_all = bind_builds(self._reference_step(False, self._all))[serial]
         s = state
         self._errors = bind_builds(partial(
             tracking_errors, s.ref.pos_w, s.ref.quat_w, s.ref_rel_pos_w, s.ref_rel_quat_w,
             s.robot.pos_w, s.robot.quat_w, s.anchor, s.root, s.ref.joint_pos, s.ref.joint_vel,
             s.robot.joint_pos, s.robot.joint_vel, self.errors, self._error_sums,
-        ))  # fmt: skip
+        ))[serial]  # fmt: skip
 
     # ------------------------------------------------------------------ reset states
     @property
@@ -153,7 +154,7 @@ class CommandManager:
         Envs past their clip's last frame stay on it until the env re-initialises them. Must
         run after the robot state is fresh (after physics).
         """
-        self._advance_all[serial_rows_enabled()]()
+        self._advance_all()
         return self.clip_end
 
     def reference_rows(self, env_ids: np.ndarray) -> np.ndarray:
@@ -167,7 +168,7 @@ class CommandManager:
         Must run after the robot state of those rows is fresh (after physics or a state write).
         """
         if env_ids is None:
-            self._refresh_all[serial_rows_enabled()]()
+            self._refresh_all()
         else:
             self._reference_step(False, env_ids)()
 
@@ -189,7 +190,7 @@ class CommandManager:
     def compute_errors(self) -> np.ndarray:
         """Tracking errors of every env (`TRACKING_ERRORS` order, m and rad) into `errors`,
         added to the episode sums; returns `errors` (owned buffer)."""
-        self._errors[serial_rows_enabled()]()
+        self._errors()
         return self.errors
 
     # ------------------------------------------------------------------ episodes

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from gym_motion import config_values as cv
-from gym_motion.kernels.dispatch import bind_builds, serial_rows_enabled
+from gym_motion.kernels.dispatch import bind_builds
 from gym_motion.kernels.episode import count_down
 from gym_motion.managers.state import MDPState
 
@@ -149,12 +149,15 @@ class EventManager:
         terms: name -> `EventTermCfg`, in the order they run.
         ctx: what the terms act on.
         dt: control step, s.
+        serial: whether its kernels run their serial builds (the env's `NumbaThreads.serial`).
 
     Raises:
         ValueError: an unknown mode, or interval_s missing for an interval term.
     """
 
-    def __init__(self, terms: dict[str, EventTermCfg], ctx: EventContext, dt: float):
+    def __init__(
+        self, terms: dict[str, EventTermCfg], ctx: EventContext, dt: float, *, serial: bool
+    ):
         self.ctx = ctx
         self._dt = dt
         n = ctx.state.num_envs
@@ -170,9 +173,9 @@ class EventManager:
         }
         self.fired = np.zeros(n, bool)
         self._any_fired = False
-        # (name, term, its timer's count-down in both kernel builds) of the interval terms
+        # (name, term, its timer's count-down in the build of this batch) of the interval terms
         self._interval_terms = [
-            (nm, t, bind_builds(partial(count_down, self._timers[nm], dt)))
+            (nm, t, bind_builds(partial(count_down, self._timers[nm], dt))[serial])
             for nm, t, m in self._terms
             if m is EventMode.INTERVAL
         ]
@@ -204,9 +207,8 @@ class EventManager:
         if self._any_fired:  # clear the last step's marks
             self.fired[:] = False
             self._any_fired = False
-        serial = serial_rows_enabled()
         for name, term, tick in self._interval_terms:
-            if not tick[serial]():
+            if not tick():
                 continue
             timer = self._timers[name]
             ids = np.flatnonzero(timer <= 0.0)

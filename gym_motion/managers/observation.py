@@ -16,7 +16,7 @@ import numpy as np
 
 from gym_motion import config_values as cv
 from gym_motion.kernels import observations as k
-from gym_motion.kernels.dispatch import bind_builds, builds_of, serial_rows_enabled
+from gym_motion.kernels.dispatch import bind_builds, builds_of
 from gym_motion.managers.state import MDPState
 from gym_motion.managers.terms import bind_term, bound_term
 
@@ -162,15 +162,23 @@ class ObservationManager:
         groups: {group name: {term name: ObsTermCfg}}, e.g. "policy" and "critic".
         state: the shared MDP state.
         noise: whether to add each term's uniform noise (training) or not (evaluation).
+        serial: whether its kernels run their serial builds (the env's `NumbaThreads.serial`).
     """
 
-    def __init__(self, groups: dict[str, dict[str, ObsTermCfg]], state: MDPState, noise: bool):
+    def __init__(
+        self,
+        groups: dict[str, dict[str, ObsTermCfg]],
+        state: MDPState,
+        noise: bool,
+        *,
+        serial: bool,
+    ):
         n = state.num_envs
         self.buffers: dict[str, np.ndarray] = {}
-        # per group: its bound terms, in both kernel builds (`builds_of`)
-        self._terms: dict[str, tuple[tuple[Callable[[], None], ...], ...]] = {}
-        # per group: (flat uniform buffer, the noise kernel on it, in both builds) or None
-        self._noise: dict[str, tuple[np.ndarray, tuple[Callable[[], None], ...]] | None] = {}
+        # per group: its bound terms, in the build of this batch
+        self._terms: dict[str, tuple[Callable[[], None], ...]] = {}
+        # per group: (flat uniform buffer, the noise kernel on it) or None
+        self._noise: dict[str, tuple[np.ndarray, Callable[[], None]] | None] = {}
         self.term_slices: dict[str, dict[str, slice]] = {}
         for group, terms in groups.items():
             dim = sum(t.dim for t in terms.values())
@@ -186,14 +194,14 @@ class ObservationManager:
                 if noise and t.noise:
                     noisy.append((sl, t.noise))
                 start += t.dim
-            self._terms[group] = builds_of(bound)
+            self._terms[group] = builds_of(bound)[serial]
             self._noise[group] = None
             if noisy:
                 c = NoiseColumns.of(noisy, n)
                 unit = np.zeros(c.size, np.float32)
                 add = partial(k.add_uniform_noise, self.buffers[group], unit, c.column, c.scale,
                               c.offset, c.width)  # fmt: skip
-                self._noise[group] = (unit, bind_builds(add))
+                self._noise[group] = (unit, bind_builds(add)[serial])
 
     def compute(
         self, rng: np.random.Generator, groups: tuple[str, ...] | None = None
@@ -205,15 +213,14 @@ class ObservationManager:
         term in configuration order, each term's (N, D_term) block row-major (the stream of
         one draw per term).
         """
-        serial = serial_rows_enabled()
         for group in groups or tuple(self.buffers):
-            for evaluate in self._terms[group][serial]:
+            for evaluate in self._terms[group]:
                 evaluate()
             noise = self._noise[group]
             if noise is not None:
                 unit, add = noise
                 rng.random(dtype=np.float32, out=unit)
-                add[serial]()
+                add()
         return self.buffers
 
     def space(self, obs_mode: str) -> gym.spaces.Space:

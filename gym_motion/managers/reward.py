@@ -16,7 +16,7 @@ import numpy as np
 
 from gym_motion import config_values as cv
 from gym_motion.kernels import rewards as k
-from gym_motion.kernels.dispatch import bind_builds, builds_of, serial_rows_enabled
+from gym_motion.kernels.dispatch import bind_builds, builds_of
 from gym_motion.managers.state import MDPState
 from gym_motion.managers.terms import bind_term, bound_term
 
@@ -109,13 +109,17 @@ class RewardManager:
     Per-episode sums (the return and each term's dt-scaled sum) are kept here too:
     `accumulate` adds a step, `episode_log` reads them, `reset` clears rows.
 
+    ``serial``: whether its kernels run their serial builds (the env's `NumbaThreads.serial`).
+
     Attributes:
         names: term names in configuration order.
         weighted: (N, K) float32, weight * term of the last step (before dt), per term.
         reward: (N,) float32, sum over terms of weight * term * dt.
     """
 
-    def __init__(self, terms: dict[str, RewardTermCfg], state: MDPState, dt: float):
+    def __init__(
+        self, terms: dict[str, RewardTermCfg], state: MDPState, dt: float, *, serial: bool
+    ):
         self._dt = np.float32(dt)
         self.names = tuple(terms)
         n = state.num_envs
@@ -126,19 +130,19 @@ class RewardManager:
         self.reward = np.zeros(n, np.float32)
         self._term_sums = np.zeros((n, len(terms)), np.float64)
         self._return = np.zeros(n, np.float64)
-        # the terms, then their weighting (as calls without arguments, in both kernel builds)
+        # the terms, then their weighting (as calls without arguments, in the build of this batch)
         self._compute = builds_of([
             *(bind_term(c.func, state, self._raw[t], state.resolve_term_params(c.params))
               for t, c in enumerate(terms.values())),
             partial(k.weigh_terms, self._raw, self._weights, self._dt, self.weighted, self.reward),
-        ])  # fmt: skip
+        ])[serial]  # fmt: skip
         self._accumulate = bind_builds(
             partial(k.add_episode_sums, self.weighted, self._dt, self._term_sums, self._return)
-        )
+        )[serial]
 
     def compute(self) -> np.ndarray:
         """Evaluate every term; returns `reward` (N,) float32 (owned buffer)."""
-        for call in self._compute[serial_rows_enabled()]:
+        for call in self._compute:
             call()
         return self.reward
 
@@ -150,7 +154,7 @@ class RewardManager:
         contiguous row, for the step's info).
         """
         columns = np.empty(self.weighted.shape[::-1], np.float32)
-        self._accumulate[serial_rows_enabled()](reward, columns)
+        self._accumulate(reward, columns)
         return columns
 
     def episode_log(self) -> dict[str, np.ndarray]:

@@ -16,7 +16,7 @@ import numpy as np
 
 from gym_motion import config_values as cv
 from gym_motion.kernels import terminations as k
-from gym_motion.kernels.dispatch import builds_of, serial_rows_enabled
+from gym_motion.kernels.dispatch import builds_of
 from gym_motion.managers.state import MDPState
 from gym_motion.managers.terms import bind_term, bound_term
 
@@ -64,6 +64,8 @@ class TerminationTermCfg:
 class TerminationManager:
     """Evaluates the configured termination terms.
 
+    ``serial``: whether its kernels run their serial builds (the env's `NumbaThreads.serial`).
+
     Attributes:
         names: term names. fired: (K, N) bool, which terms fired on the last step.
         terminated: (N,) bool, any term fired.
@@ -72,21 +74,21 @@ class TerminationManager:
     NONFINITE = "nonfinite"  # cause: the physics state blew up (not a term)
     TIME_OUT = "time_out"  # cause: the time limit (a truncation, not a term)
 
-    def __init__(self, terms: dict[str, TerminationTermCfg], state: MDPState):
+    def __init__(self, terms: dict[str, TerminationTermCfg], state: MDPState, *, serial: bool):
         self.names = tuple(terms)
         self.fired = np.zeros((len(terms), state.num_envs), bool)
         self._log_keys = tuple(f"termination/{name}" for name in self.names)
         self.terminated = np.zeros(state.num_envs, bool)
-        # the terms, then their OR (as calls without arguments, in both kernel builds)
+        # the terms, then their OR (as calls without arguments, in the build of this batch)
         self._compute = builds_of([
             *(bind_term(c.func, state, self.fired[t], state.resolve_term_params(c.params))
               for t, c in enumerate(terms.values())),
             partial(k.any_fired, self.fired, self.terminated),
-        ])  # fmt: skip
+        ])[serial]  # fmt: skip
 
     def compute(self) -> np.ndarray:
         """Evaluate every term; returns `terminated` (N,) bool (owned buffer)."""
-        for call in self._compute[serial_rows_enabled()]:
+        for call in self._compute:
             call()
         return self.terminated
 

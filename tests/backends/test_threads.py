@@ -8,16 +8,26 @@ import numba
 import numpy as np
 import pytest
 
+import gym_motion.backends.threads as threads
+from gym_motion.backends.mujoco import _body_state_kernel
 from gym_motion.backends.threads import (
     MIN_ROWS_PER_NUMBA_THREAD,
     NumbaThreads,
+    available_cpus,
     numba_threads_for,
 )
 from gym_motion.envs import TrackingVecEnv
+from gym_motion.kernels import rewards
 from gym_motion.kernels.dispatch import serial_rows, serial_rows_enabled
+from gym_motion.kernels.episode import end_step
 
 TWO_THREADS = pytest.mark.skipif(
     numba.config.NUMBA_NUM_THREADS < 2, reason="needs a Numba pool of 2 threads"
+)
+# an env's pool ceiling is its CPU block (`ThreadBudget`)
+TWO_CPUS = pytest.mark.skipif(
+    min(numba.config.NUMBA_NUM_THREADS, len(available_cpus())) < 2,
+    reason="needs 2 CPUs and a Numba pool of 2 threads",
 )
 
 
@@ -91,11 +101,33 @@ def test_small_env_runs_its_kernels_serially_and_restores_the_choice():
     env.close()
 
 
-@TWO_THREADS
-def test_results_are_bit_identical_at_any_pool_size():
-    def rollout(threads: int) -> list[np.ndarray]:
+@TWO_CPUS
+@pytest.mark.parametrize("min_rows", [MIN_ROWS_PER_NUMBA_THREAD, 4])
+def test_the_env_binds_the_build_of_its_batch_when_built(monkeypatch, min_rows):
+    """8 rows: serial builds; parallel once 4 rows a thread give the batch 2 threads. The
+    managers, the step's kernel and the MuJoCo backend all call the build chosen then."""
+    monkeypatch.setattr(threads, "MIN_ROWS_PER_NUMBA_THREAD", min_rows)
+    calls = set()
+    for kernel in (end_step, rewards.add_episode_sums, _body_state_kernel):
+        spies = tuple(
+            lambda *a, name=name, build=build: calls.add(name) or build(*a)
+            for name, build in zip(("parallel", "serial"), kernel.builds, strict=True)
+        )
+        monkeypatch.setattr(kernel, "builds", spies)
+    env = TrackingVecEnv(8, seed=0, backend_kwargs={"num_threads": 2})
+    env.reset(seed=0)
+    env.step(np.zeros((8, 29), np.float32))
+    env.close()
+    assert env._numba_threads.serial == (min_rows > 4)
+    assert calls == {"serial" if min_rows > 4 else "parallel"}
+
+
+@TWO_CPUS
+def test_results_are_bit_identical_at_any_pool_size(monkeypatch):
+    def rollout(min_rows: int) -> list[np.ndarray]:
+        monkeypatch.setattr(threads, "MIN_ROWS_PER_NUMBA_THREAD", min_rows)
         env = TrackingVecEnv(8, seed=0, obs_mode="dict")
-        env._numba_threads = NumbaThreads(threads)
+        assert env._numba_threads.threads == (1 if min_rows > 4 else 2)
         obs, _ = env.reset(seed=0)
         out = [obs["critic"]]
         rng = np.random.default_rng(1)
@@ -105,13 +137,11 @@ def test_results_are_bit_identical_at_any_pool_size():
         env.close()
         return out
 
-    for a, b in zip(rollout(1), rollout(2), strict=True):
+    for a, b in zip(rollout(MIN_ROWS_PER_NUMBA_THREAD), rollout(4), strict=True):
         np.testing.assert_array_equal(a, b)
 
 
 def test_the_split_follows_the_module_setting(monkeypatch):
-    import gym_motion.backends.threads as threads
-
     monkeypatch.setattr(threads, "MIN_ROWS_PER_NUMBA_THREAD", 128)
     assert numba_threads_for(1024, 8) == 8 and numba_threads_for(255, 8) == 1
     assert numba_threads_for(1024, 8, min_rows=512) == 2
