@@ -24,12 +24,13 @@ SETTINGS = {
 
 def task() -> TrackingEnvCfg:
     """Not the default task: no state estimation (154-value policy observation), a heavier
-    anchor-position reward, 4 s episodes."""
+    anchor-position reward, 4 s episodes, residual actions (exported with the reference
+    folded into the graph, evaluated in a task with the default action offset)."""
     cfg = train_env_cfg(state_estimation=False)
     rewards = dict(cfg.rewards)
     old = rewards["anchor_pos"]
     rewards["anchor_pos"] = RewardTermCfg(old.func, 2.0 * old.weight, old.params)
-    return replace(cfg, rewards=rewards, episode_length_s=4.0)
+    return replace(cfg, rewards=rewards, episode_length_s=4.0, action_offset="reference")
 
 
 @pytest.fixture(scope="module", params=sorted(LIBRARIES))
@@ -116,3 +117,33 @@ def test_checkpoints_are_whole_runs_while_learning(library, tmp_path, monkeypatc
     # 3 rollouts of 8 steps x 2 envs: a checkpoint after each, and the final save
     assert len(loaded) == 4
     assert not [p.name for p in out.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_the_reference_fold_gives_the_envs_joint_targets(run, tmp_path):
+    """The exported graph (reference folded in) run in a task with the default action offset
+    sets the joint targets the run's policy sets in its residual task, step by step."""
+    pytest.importorskip("onnxruntime")
+    import numpy as np
+
+    from gym_motion.deploy import OnnxPolicy
+    from gym_motion.envs.config import eval_cfg
+    from gym_motion.envs.tracking import TrackingVecEnv
+    from gym_motion.training.export import export_run
+
+    out, _ = run
+    folder = RunFolder(out)
+    export_run(out, tmp_path / "fold.onnx")
+    residual = eval_cfg(folder.env_cfg())
+    default = replace(residual, action_offset="default")
+    mode = folder.obs_mode()
+    envs = [TrackingVecEnv(3, cfg=c, obs_mode=mode, seed=0) for c in (residual, default)]
+    try:
+        policies = [folder.policy(), OnnxPolicy(tmp_path / "fold.onnx").bind(envs[1])]
+        obs = [env.reset(seed=0)[0] for env in envs]
+        for _ in range(30):
+            obs = [env.step(p(o))[0] for env, p, o in zip(envs, policies, obs, strict=True)]
+            np.testing.assert_allclose(envs[1].actions.targets, envs[0].actions.targets,
+                                       atol=2e-5, rtol=0)  # fmt: skip
+    finally:
+        for env in envs:
+            env.close()

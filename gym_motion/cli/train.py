@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import replace
 from typing import Any
 
 from gym_motion.backends import BACKENDS
@@ -90,6 +91,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--no-state-estimation", action="store_true", help="154-value policy observation"
     )
     task.add_argument(
+        "--action-offset", choices=("default", "reference"), default=d.env.action_offset,
+        help="where a zero action puts the joints: default (the default pose, BeyondMimic's "
+        "convention) or reference (residual actions around the clip's joint positions; "
+        "exported ONNX folds them back); default %(default)s",
+    )  # fmt: skip
+    task.add_argument(
         "--sampling", choices=TRAIN_SAMPLING, default=d.env.sampling.mode,
         help="where training episodes start along the clips: uniform (default) or adaptive "
         "(failure-weighted, docs/task.md section 10)",
@@ -168,7 +175,8 @@ def run_config(args: argparse.Namespace):
         )
     env = train_env_cfg(state_estimation=not args.no_state_estimation, sampling=args.sampling)
     threads = {"num_threads": args.num_threads} if args.num_threads else {}
-    env = env.updated(backend=args.backend, backend_kwargs=threads)
+    env = replace(env.updated(backend=args.backend, backend_kwargs=threads),
+                  action_offset=args.action_offset)  # fmt: skip
     return RunConfig(
         library=args.library,
         env=env,

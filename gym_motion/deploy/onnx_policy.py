@@ -157,9 +157,15 @@ class OnnxPolicy:
         observation size checked against the graph's input.
 
         Raises:
-            ValueError: what `PolicyMeta.mapping` refuses, or an input size other than the
-                metadata's observation terms make.
+            ValueError: what `PolicyMeta.mapping` refuses, an input size other than the
+                metadata's observation terms make, or a task with residual actions.
         """
+        if cfg.action_offset != "default":
+            raise ValueError(
+                f"{self.meta.source}: ONNX policies act in BeyondMimic's convention (target = "
+                "default pose + scale x action); evaluate them in a task with action_offset "
+                f"'default', not {cfg.action_offset!r}"
+            )
         m = self.meta.mapping(cfg, env_name)
         if self.obs_dim is not None and self.obs_dim != m.obs_dim:
             names = ",".join(self.meta.observation_names)

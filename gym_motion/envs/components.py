@@ -58,7 +58,7 @@ class ComponentsMixin:
         serial = self._numba_threads.serial
 
         self.state = s = MDPState.for_robot(robot, self.model, n)
-        self.actions = ActionManager(s, robot.action_scale, serial=serial)
+        self.actions = ActionManager(s, robot.action_scale, cfg.action_offset, serial=serial)
         self.command = CommandManager(
             self.library, s, robot.root_body, cfg.sampling, cfg.reset, self.dt, serial=serial
         )

@@ -328,6 +328,12 @@ class TrackingEnvCfg:
         state_estimation: False drops anchor position and base linear velocity from the
             policy observation (154 values).
         obs_noise: add the policy terms' uniform noise (training); off for evaluation.
+        action_offset: where a zero action puts the joints: "default" (the default pose:
+            target = default pose + scale x action, BeyondMimic's convention, docs/task.md
+            section 6) or "reference" (residual actions: target = the reference joint
+            positions the policy observed + scale x action, so the zero policy is a PD tracker
+            of the clip; exported ONNX graphs fold the reference back into BeyondMimic's
+            convention, `gym_motion.training.export`).
         reset: RSI noise. sampling: where episodes start in the motion.
 
     Raises:
@@ -343,6 +349,7 @@ class TrackingEnvCfg:
     terminations: dict[str, TerminationTermCfg] = field(default_factory=default_terminations)
     state_estimation: bool = True
     obs_noise: bool = True
+    action_offset: str = "default"
     reset: ResetCfg = field(default_factory=ResetCfg)
     events: dict[str, EventTermCfg] = field(default_factory=default_events)
     sampling: SamplingCfg = field(default_factory=SamplingCfg)
@@ -368,6 +375,11 @@ class TrackingEnvCfg:
         cv.term_dict("TrackingEnvCfg.rewards", self.rewards, RewardTermCfg)
         cv.term_dict("TrackingEnvCfg.terminations", self.terminations, TerminationTermCfg)
         cv.term_dict("TrackingEnvCfg.events", self.events, EventTermCfg)
+        if self.action_offset not in ("default", "reference"):
+            raise ValueError(
+                "TrackingEnvCfg.action_offset must be 'default' or 'reference', got "
+                f"{self.action_offset!r}"
+            )
         for name in ("state_estimation", "obs_noise"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(

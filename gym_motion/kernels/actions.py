@@ -15,13 +15,13 @@ MAX_TARGET = 1e10
 
 
 @row_kernel
-def joint_targets(scale, default_joint_pos, encoder_bias, action, last_action, targets, actions,
-                  held):  # fmt: skip
+def joint_targets(scale, offset, encoder_bias, action, last_action, targets, actions, held):
     """``last_action <- action <- actions`` (rows `held` zeroed, action and history) and
-    ``targets = action * scale + default_joint_pos - encoder_bias``, rad, float32 throughout.
+    ``targets = action * scale + offset - encoder_bias``, rad, float32 throughout.
 
-    actions (N, J) float32 or float64 (cast to float32); scale, default_joint_pos (J,) and
-    encoder_bias (N, J) float32, rad; held (N,) bool; action, last_action, targets (N, J) float32.
+    actions (N, J) float32 or float64 (cast to float32); scale (J,), offset (N, J: the default
+    joint pose on every row, or the reference joint positions) and encoder_bias (N, J) float32,
+    rad; held (N,) bool; action, last_action, targets (N, J) float32.
 
     Returns the number of rows of `actions` with a value that is not finite as float32 or
     whose target (held rows included) is beyond +-`MAX_TARGET` rad; when it is not 0, nothing
@@ -33,7 +33,7 @@ def joint_targets(scale, default_joint_pos, encoder_bias, action, last_action, t
         for j in range(nj):
             a = np.float32(actions[i, j])
             t = a * scale[j]
-            t += default_joint_pos[j]
+            t += offset[i, j]
             t -= encoder_bias[i, j]
             if not (math.isfinite(a) and abs(t) <= MAX_TARGET):
                 bad += 1
@@ -46,7 +46,7 @@ def joint_targets(scale, default_joint_pos, encoder_bias, action, last_action, t
             last_action[i, j] = np.float32(0.0) if held[i] else action[i, j]
             action[i, j] = a
             t = a * scale[j]
-            t += default_joint_pos[j]
+            t += offset[i, j]
             t -= encoder_bias[i, j]
             targets[i, j] = t
     return bad

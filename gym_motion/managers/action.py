@@ -1,7 +1,10 @@
 """The action manager: policy actions -> joint position targets (docs/task.md section 6).
 
-``target = default_joint_pos + action_scale * action - encoder_bias`` per env and joint, rad;
-the encoder bias is subtracted because the robot believes its joints sit at the biased reading.
+``target = offset + action_scale * action - encoder_bias`` per env and joint, rad; the offset
+is the default joint pose (BeyondMimic's convention, ``action_offset="default"``) or the
+reference joint positions of the motion frame the policy observed (``"reference"``: residual
+actions, the zero action a PD tracker of the clip); the encoder bias is subtracted because the
+robot believes its joints sit at the biased reading.
 """
 
 from __future__ import annotations
@@ -14,6 +17,9 @@ from gym_motion.kernels.actions import MAX_TARGET, joint_targets
 from gym_motion.kernels.dispatch import bind_builds
 from gym_motion.managers.state import MDPState
 
+# where a zero action puts the joints: the default pose, or the reference of the motion frame
+ACTION_OFFSETS = ("default", "reference")
+
 
 class ActionManager:
     """Checks actions, keeps the action history in the MDP state, computes position targets.
@@ -21,21 +27,30 @@ class ActionManager:
     Args:
         state: the shared MDP state (`action`, `last_action`, `encoder_bias` are used).
         action_scale: (J,) rad per unit action.
+        offset: "default" (the default joint pose) or "reference" (the reference joint
+            positions, ``state.ref.joint_pos``, as the policy observed them).
         serial: whether its kernels run their serial builds (the env's `NumbaThreads.serial`).
 
     Attributes:
         targets: (N, J) float32, joint position targets of the last `process`, rad.
     """
 
-    def __init__(self, state: MDPState, action_scale: np.ndarray, *, serial: bool):
-        self._state = state
+    def __init__(
+        self, state: MDPState, action_scale: np.ndarray, offset: str = "default", *, serial: bool
+    ):
+        if offset not in ACTION_OFFSETS:
+            raise ValueError(f"action offset must be one of {ACTION_OFFSETS}, got {offset!r}")
+        self._state = s = state
         self._scale = np.asarray(action_scale, np.float32)
         self.targets = np.zeros(state.action.shape, np.float32)
         self._none_held = np.zeros(state.num_envs, bool)
-        s = state
+        if offset == "reference":
+            self._offset = s.ref.joint_pos  # the live buffer: the frame of the last observation
+        else:
+            self._offset = np.tile(s.default_joint_pos, (state.num_envs, 1))
         self._targets = bind_builds(partial(
-            joint_targets, self._scale, s.default_joint_pos, s.encoder_bias, s.action,
-            s.last_action, self.targets,
+            joint_targets, self._scale, self._offset, s.encoder_bias, s.action, s.last_action,
+            self.targets,
         ))[serial]  # fmt: skip
 
     def process(self, actions: np.ndarray, held: np.ndarray | None = None) -> np.ndarray:
@@ -63,7 +78,7 @@ class ActionManager:
         """Why `actions` were refused, naming the rows (as the kernel checks them)."""
         with np.errstate(over="ignore", invalid="ignore"):
             a = actions.astype(np.float32)
-            target = a * self._scale + self._state.default_joint_pos - self._state.encoder_bias
+            target = a * self._scale + self._offset - self._state.encoder_bias
         nonfinite = ~np.isfinite(a).all(axis=1)
         beyond = ~nonfinite & (np.abs(target) > MAX_TARGET).any(axis=1)
         parts = []

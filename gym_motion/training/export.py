@@ -7,7 +7,9 @@ The library that trained the run gives the graph (`gym_motion.training.RunFolder
 the deterministic actor with the observation normalisation folded in, a torch module from the
 policy observation ``obs`` (B, D) float32 (160 values, 154 without state estimation; the
 "policy" group an asymmetric actor reads) to ``actions`` (B, J) float32 in the robot's joint
-order. B is dynamic.
+order, in BeyondMimic's convention (target = default pose + action scale x actions): a run with
+residual actions (``action_offset="reference"``) has the reference joint positions of its
+observation folded into the graph. B is dynamic.
 
 The ONNX ``metadata_props`` hold the deploy metadata that deployment stacks for BeyondMimic
 policies read (`gym_motion.deploy.deploy_metadata`: joint names, stiffness, damping,
@@ -92,6 +94,8 @@ def export_run(
             f"{cfg.robot.num_joints} joints"
         )
     module = module.to("cpu").eval()
+    if cfg.action_offset == "reference":
+        module = _fold_reference(module, cfg)
     buf = io.BytesIO()
     with warnings.catch_warnings():
         # the TorchScript exporter announces its deprecation; its output is what we check
@@ -129,6 +133,49 @@ def export_run(
         "metadata": metadata,
         "max_abs_diff": diff,
     }
+
+
+def _fold_reference(module, cfg):
+    """A residual-action actor (target = reference joint positions + scale x action) as a
+    BeyondMimic-convention one (target = default pose + scale x output): output = action +
+    (reference joint positions - default pose) / scale, the reference read from the command
+    term of the observation (its first J values). Deploy stacks then see the usual convention.
+
+    Raises:
+        ValueError: the policy observation has no command term.
+    """
+    import torch
+
+    from gym_motion.managers.observation import command
+
+    start = 0
+    for term in cfg.observation_groups()["policy"].values():
+        if term.func is command:
+            break
+        start += term.dim
+    else:
+        raise ValueError(
+            "a run with action_offset 'reference' exports its actor with the reference joint "
+            "positions folded in, read from the command observation term; its policy "
+            "observation has none"
+        )
+    robot = cfg.robot
+    joints = robot.num_joints
+    default = torch.as_tensor(robot.default_joint_pos, dtype=torch.float32)
+    scale = torch.as_tensor(robot.action_scale, dtype=torch.float32)
+
+    class ReferenceFold(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.actor = module
+            self.register_buffer("default", default)
+            self.register_buffer("scale", scale)
+
+        def forward(self, obs: torch.Tensor) -> torch.Tensor:
+            reference = obs[:, start : start + joints]
+            return self.actor(obs) + (reference - self.default) / self.scale
+
+    return ReferenceFold().eval()
 
 
 def _check(module, data: bytes, dim: int) -> float | None:

@@ -40,7 +40,8 @@ def test_joint_targets_match_numpy_and_zero_held_rows(build, n, dtype):
     expected += default
     expected -= bias
     targets = np.full((n, j), np.nan, np.float32)
-    bad = _build(joint_targets, build)(scale, default, bias, action, last, targets, actions, held)
+    offset = np.tile(default, (n, 1))  # the default pose on every row (or the reference)
+    bad = _build(joint_targets, build)(scale, offset, bias, action, last, targets, actions, held)
     assert bad == 0
     for got, want in ((targets, expected), (action, exp_action), (last, exp_last)):
         assert got.tobytes() == want.tobytes()
@@ -52,7 +53,7 @@ def test_joint_targets_count_non_finite_rows_and_write_nothing(build):
     actions = np.zeros((n, j), np.float32)
     actions[1, 3], actions[4, 0], actions[4, 7] = np.nan, np.inf, -np.inf
     action, last, targets = (np.full((n, j), 7.0, np.float32) for _ in range(3))
-    args = (np.ones(j, np.float32), np.zeros(j, np.float32), np.zeros((n, j), np.float32))
+    args = (np.ones(j, np.float32), np.zeros((n, j), np.float32), np.zeros((n, j), np.float32))
     bad = _build(joint_targets, build)(*args, action, last, targets, actions, np.zeros(n, bool))
     assert bad == 2
     for a in (action, last, targets):
@@ -156,7 +157,7 @@ def test_joint_targets_refuse_what_float32_or_mujoco_cannot_hold(build):
     actions[2, 5] = -2.1 * MAX_TARGET  # target -1.05e10
     actions[3, 5] = 1.9 * MAX_TARGET  # target 0.95e10: accepted
     action, last, targets = (np.full((n, j), 7.0, np.float32) for _ in range(3))
-    args = (scale, np.zeros(j, np.float32), np.zeros((n, j), np.float32))
+    args = (scale, np.zeros((n, j), np.float32), np.zeros((n, j), np.float32))
     bad = _build(joint_targets, build)(*args, action, last, targets, actions, np.zeros(n, bool))
     assert bad == 2
     for a in (action, last, targets):

@@ -58,7 +58,7 @@ def test_train_cli_flags_and_defaults():
         "no_state_estimation": False, "num_threads": None, "reset_noise_ramp": 0.5, "ppo": [],
         "eval_every": 500_000, "no_video": False, "library": "sb3", "device": "cpu",
         "distributed": False, "algo": "ppo", "sac": [], "sampling": "uniform",
-        "checkpoint_minutes": 5.0,
+        "checkpoint_minutes": 5.0, "action_offset": "default",
     }  # fmt: skip
     # the observation mode follows the algorithm unless given
     for argv, mode in ((["train"], "dict"), (["train", "--algo", "sac"], "policy"),
