@@ -15,7 +15,7 @@ from typing import Any
 from gym_motion.backends import BACKENDS
 from gym_motion.cli.numbers import cli_number
 
-__all__ = ["DEFAULT_MAX_MINUTES", "parse_overrides", "register", "run_config"]
+__all__ = ["DEFAULT_MAX_MINUTES", "parse_overrides", "register", "resume_config", "run_config"]
 
 # `gym-motion train` stops learning after this many minutes (the run, evaluations included,
 # then ends within the 15 minutes promised for a 2-core machine shared with other jobs).
@@ -50,15 +50,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     run.add_argument("--num-envs", type=cli_number(int, 1), default=d.num_envs,
                      help="parallel envs")  # fmt: skip
-    run.add_argument("--total-steps", type=cli_number(int, 1), default=d.total_steps,
-                     help="env steps, all envs (learning stops at the first whole rollout, "
-                     "num_envs x n_steps env steps, that reaches it)")  # fmt: skip
+    run.add_argument("--total-steps", type=cli_number(int, 1), default=None,
+                     help=f"env steps, all envs (learning stops at the first whole rollout, "
+                     f"num_envs x n_steps env steps, that reaches it; default {d.total_steps}, "
+                     "with --resume the run's)")  # fmt: skip
     run.add_argument(
         "--max-minutes", type=cli_number(float, None), default=DEFAULT_MAX_MINUTES,
         help="wall-clock budget of learning; <= 0: none (default %(default)s)",
     )  # fmt: skip
     run.add_argument("--seed", type=int, default=d.seed)
     run.add_argument("--out", default=None, help="run folder (default runs/<date>-<time>)")
+    run.add_argument(
+        "--resume", default=None, metavar="RUN",
+        help="continue the run in folder RUN from its latest checkpoint, with its own settings "
+        "(only --total-steps, --max-minutes, --checkpoint-minutes and --no-video apply)",
+    )  # fmt: skip
     run.add_argument(
         "--reset-noise-ramp", type=cli_number(float, 0.0), default=d.reset_noise_ramp,
         metavar="F",
@@ -182,7 +188,7 @@ def run_config(args: argparse.Namespace):
         env=env,
         motion=list(args.motion),
         num_envs=args.num_envs,
-        total_steps=args.total_steps,
+        total_steps=args.total_steps or RunConfig.total_steps,
         max_minutes=args.max_minutes if args.max_minutes and args.max_minutes > 0 else None,
         seed=args.seed,
         out=args.out,
@@ -200,10 +206,36 @@ def run_config(args: argparse.Namespace):
     )
 
 
+def resume_config(args: argparse.Namespace):
+    """The `RunConfig` of ``--resume RUN``: the run's own, with the budgets given.
+
+    Raises:
+        FileNotFoundError: RUN has no config.json.
+        ValueError: a config.json that gives no task.
+    """
+    from gym_motion.training.run_folder import RunFolder
+
+    folder = RunFolder(args.resume)
+    if not folder.config():
+        raise FileNotFoundError(f"{folder.config_path}: no gym-motion train run to resume")
+    config = folder.run_config()
+    return replace(
+        config,
+        out=str(folder.path),
+        total_steps=args.total_steps or config.total_steps,
+        max_minutes=args.max_minutes if args.max_minutes and args.max_minutes > 0 else None,
+        checkpoint_minutes=args.checkpoint_minutes,
+        video_seconds=0.0 if args.no_video else config.video_seconds,
+    )
+
+
 def _run(args: argparse.Namespace) -> int:
     from gym_motion.training import train
 
-    summary = train(run_config(args))
+    if args.resume is None:
+        summary = train(run_config(args))
+    else:
+        summary = train(resume_config(args), resume=True)
     if "before" not in summary:  # a rank other than 0: rank 0 reports
         return 130 if summary["interrupted"] else 0
     return print_summary(summary)

@@ -28,8 +28,9 @@ class Progress:
             set here). evaluate: current policy -> `evaluate_policy_on_clips` result, or None
             (no periodic evaluations, e.g. ranks other than 0). world_size, device: ranks of a
             distributed run agree on the budget (the slowest decides) over torch.distributed.
-        checkpoint: saves the model files (None: no checkpoints, e.g. ranks other than 0),
-            called at the first rollout end after every ``config.checkpoint_minutes``.
+        checkpoint: saves the run at the env steps it is given (None: no checkpoints, e.g.
+            ranks other than 0), called at the first rollout end after every
+            ``config.checkpoint_minutes``.
 
     Attributes:
         scale: the reset-noise scale in use. stop: learning should stop (the budget).
@@ -44,7 +45,7 @@ class Progress:
         evaluate: Callable[[], dict[str, Any]] | None,
         world_size: int = 1,
         device: str = "cpu",
-        checkpoint: Callable[[], None] | None = None,
+        checkpoint: Callable[[int], None] | None = None,
     ):
         self.config, self.env, self._evaluate = config, env, evaluate
         self.world_size, self.device = world_size, device
@@ -55,8 +56,35 @@ class Progress:
         self._next_eval = config.eval_every_steps or math.inf
         self._checkpoint = checkpoint if config.checkpoint_minutes > 0 else None
         self.checkpoints = 0
+        self._learn_s0 = 0.0
         self._t0 = self._saved = time.perf_counter()
         self._set_scale(0)
+
+    def state(self, steps: int) -> dict[str, Any]:
+        """What `restore` continues from, as JSON values, at `steps` env steps."""
+        return {
+            "env_steps": int(steps),
+            "learn_s": round(self.learn_s, 2),
+            "history": self.history,
+            "evals": self.evals,
+            "next_eval": None if math.isinf(self._next_eval) else self._next_eval,
+            "checkpoints": self.checkpoints,
+        }
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Continue from a `state`: its history, evaluations and their schedule, and the
+        reset-noise scale of its env steps."""
+        self.history, self.evals = list(state["history"]), list(state["evals"])
+        self.checkpoints = int(state["checkpoints"])
+        self._learn_s0 = float(state["learn_s"])
+        if state["next_eval"] is not None and self.config.eval_every_steps:
+            self._next_eval = state["next_eval"]
+        self._set_scale(int(state["env_steps"]))
+
+    @property
+    def learn_s(self) -> float:
+        """Seconds of learning, earlier sessions of a resumed run included."""
+        return self._learn_s0 + time.perf_counter() - self._t0
 
     def start(self) -> None:
         """Start the budget's clock (learning begins)."""
@@ -87,7 +115,7 @@ class Progress:
                 self._next_eval += self.config.eval_every_steps
         due = time.perf_counter() - self._saved >= 60.0 * self.config.checkpoint_minutes
         if self._checkpoint is not None and due:
-            self._checkpoint()
+            self._checkpoint(steps)
             self.checkpoints += 1
             self._saved = time.perf_counter()
         if self._over_budget():

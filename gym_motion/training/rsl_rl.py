@@ -89,6 +89,7 @@ class RslRlLearner:
         from gym_motion.adapters.rsl_rl.vec_env import RslRlVecEnv
 
         self.config = config
+        self._steps0 = 0
         torch.manual_seed(config.seed)
         self.env = RslRlVecEnv(env, device=config.device)
         self.runner = OnPolicyRunner(
@@ -116,11 +117,19 @@ class RslRlLearner:
 
         return {"rsl_rl_lib": version("rsl-rl-lib"), "torch": torch.__version__}
 
+    def load(self, path: Path, env_steps: int) -> None:
+        """Continue from the checkpoint in `path` (model.pt: actor and critic with their
+        normalisers, optimiser, learning rate, iteration) taken at `env_steps`."""
+        self.runner.load(str(path / "model.pt"), map_location=self.config.device)
+        self._steps0 = int(env_steps)
+
     def learn(self, progress: Progress) -> None:
         p = resolved_ppo(self.config.ppo)
-        per_iteration = p["num_steps_per_env"] * self.config.num_envs
-        iterations = max(1, math.ceil(self.config.total_steps / per_iteration))
-        iterations = max(1, math.ceil(iterations / self.world_size))
+        per_iteration = p["num_steps_per_env"] * self.config.num_envs * self.world_size
+        remaining = self.config.total_steps - self._steps0
+        if remaining <= 0:
+            return
+        iterations = max(1, math.ceil(remaining / per_iteration))
         logger = self.runner.logger
         log = logger.log
 
@@ -151,7 +160,7 @@ class RslRlLearner:
 
     @property
     def env_steps(self) -> int:
-        return self.env.steps * self.world_size
+        return self._steps0 + self.env.steps * self.world_size
 
     def summary_entries(self) -> dict[str, Any]:
         return {"iterations": self.runner.current_learning_iteration + 1}

@@ -221,6 +221,26 @@ class RunFolder:
         result["run"] = str(self.path)
         return result
 
+    # -- progress.json: what --resume continues from ------------------------------------------
+
+    def write_progress(self, state: dict[str, Any]) -> None:
+        """Write progress.json (atomically): the skeleton's state at the latest checkpoint
+        (env steps, learning time, evaluations, the zero-action evaluation)."""
+        write_json(self.path / "progress.json", state)
+
+    def progress(self) -> dict[str, Any]:
+        """progress.json as a dict.
+
+        Raises:
+            FileNotFoundError: the folder holds no checkpoint of a run to resume.
+        """
+        path = self.path / "progress.json"
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"{path}: no checkpoint of a gym-motion train run to resume in {self.path}"
+            )
+        return json.loads(path.read_text())
+
     # -- summary.json --------------------------------------------------------------------------
 
     def write_summary(self, summary: dict[str, Any]) -> None:

@@ -239,15 +239,14 @@ class SB3Learner:
         return actor_module(run_dir)
 
     def __init__(self, config: RunConfig, env: Any, out: Path | None, world_size: int = 1):
-        from stable_baselines3.common.logger import configure
         from stable_baselines3.common.vec_env import VecNormalize
 
         from gym_motion.adapters.sb3.vec_env import SB3VecEnv
 
-        self.config = config
+        self.config, self._out = config, out
         self.venv = VecNormalize(SB3VecEnv(env), norm_obs=True, norm_reward=False, clip_obs=10.0)
         self.model, self.schedule = make_model(config, self.venv)
-        self.model.set_logger(configure(None if out is None else str(out), ["tensorboard", "csv"]))
+        self._earlier_csv: str | None = None
 
     def config_entries(self) -> dict[str, Any]:
         p = resolved_settings(self.config)
@@ -263,7 +262,27 @@ class SB3Learner:
 
         return {"stable_baselines3": stable_baselines3.__version__, "torch": torch.__version__}
 
+    def load(self, path: Path, env_steps: int) -> None:
+        """Continue from the checkpoint in `path`: the model (weights, optimiser, step count,
+        the `KLAdaptiveLR` at its current rate) and the observation statistics; the logger's
+        earlier progress.csv rows are kept (`close` writes them back before the new ones)."""
+        import pickle
+
+        from stable_baselines3 import PPO, SAC
+
+        algo = SAC if self.config.algo == "sac" else PPO
+        self.model = algo.load(path / "model.zip", env=self.venv, device="cpu")
+        with open(path / "vecnormalize.pkl", "rb") as f:
+            saved = pickle.load(f)
+        self.venv.obs_rms = saved.obs_rms
+        self.model._last_obs = None  # the envs are new: SB3 resets them before learning
+        self.schedule = self.model.learning_rate if self.config.algo == "ppo" else None
+        csv = path / "progress.csv"
+        self._earlier_csv = csv.read_text() if csv.is_file() else None
+
     def learn(self, progress: Progress) -> None:
+        from stable_baselines3.common.logger import configure
+
         from gym_motion.adapters.sb3.callbacks import (
             KLAdaptiveLRCallback,
             ProgressBar,
@@ -271,6 +290,9 @@ class SB3Learner:
             TrackingLogCallback,
         )
 
+        # a new progress.csv (a resumed run's earlier rows go back in at `close`)
+        out = None if self._out is None else str(self._out)
+        self.model.set_logger(configure(out, ["tensorboard", "csv"]))
         sac = self.config.algo == "sac"
         # SAC "rollouts" are train_freq vector steps: log about once per PPO-sized rollout
         log = TrackingLogCallback(every_steps=SAC_LOG_EVERY if sac else 0, dump=sac)
@@ -280,7 +302,9 @@ class SB3Learner:
         callbacks.append(ProgressCallback(progress, log, dump=sac))
         # SAC dumps its logs per episode count unless log_interval is None (log dumps)
         learn_kw = {"log_interval": None} if sac else {}
-        self.model.learn(self.config.total_steps, callback=callbacks, **learn_kw)
+        remaining = self.config.total_steps - self.model.num_timesteps
+        if remaining > 0:
+            self.model.learn(remaining, callback=callbacks, reset_num_timesteps=False, **learn_kw)
 
     @property
     def env_steps(self) -> int:
@@ -312,4 +336,21 @@ class SB3Learner:
             logger.record("time/total_timesteps", self.model.num_timesteps, exclude="tensorboard")
             logger.dump(self.model.num_timesteps)
         logger.close()
+        if self._earlier_csv is not None:
+            _prepend_rows(self._out / "progress.csv", self._earlier_csv)
         self.venv.close()
+
+
+def _prepend_rows(path: Path, earlier: str) -> None:
+    """progress.csv of a resumed run: the `earlier` session's rows (CSV text), then this
+    session's, under the union of their columns (written atomically)."""
+    import csv
+    import io
+
+    rows_before = list(csv.DictReader(io.StringIO(earlier)))
+    rows_now = list(csv.DictReader(io.StringIO(path.read_text()))) if path.is_file() else []
+    columns = list(dict.fromkeys(k for r in (*rows_before, *rows_now) for k in r))
+    with atomic_file(path, "w") as f:
+        writer = csv.DictWriter(f, columns, restval="")
+        writer.writeheader()
+        writer.writerows((*rows_before, *rows_now))

@@ -56,6 +56,8 @@ class Learner(Protocol):
         log(values): write scalars (e.g. the final ``eval/*``) to the library's logger.
         save(path): write the model files into the run folder, each atomically (checkpoints
             during learning, and at its end).
+        load(path, env_steps): continue from the model files of a checkpoint taken at
+            `env_steps` (`train` with ``resume``); `learn` then learns up to ``total_steps``.
         close(): flush the logs, close the env.
     """
 
@@ -82,6 +84,7 @@ class Learner(Protocol):
     def policy(self) -> Policy: ...
     def log(self, values: dict[str, float]) -> None: ...
     def save(self, path: Path) -> None: ...
+    def load(self, path: Path, env_steps: int) -> None: ...
     def close(self) -> None: ...
 
 
@@ -95,16 +98,27 @@ def train_motions(motion: list[str]) -> list[str]:
     return [str(DEFAULT_MOTION_PATH)]
 
 
-def train(config: RunConfig) -> dict[str, Any]:
+def train(config: RunConfig, *, resume: bool = False) -> dict[str, Any]:
     """Run a training job; rank 0 writes the run folder and returns the summary (also
     summary.json); other ranks of a distributed run return theirs without evaluations and
     write nothing.
 
+    With `resume`, ``config.out`` is a run folder with a checkpoint (progress.json and the
+    model files, `RunFolder.progress`): learning continues from it up to ``config.total_steps``
+    (the run's whole count) in that folder, the learner's state (weights, optimiser,
+    observation normaliser, learning rate, step count) loaded and the skeleton's (reset-noise
+    ramp, evaluations and their schedule, curves' history) restored. The envs start new
+    episodes (seeded ``seed + steps done``), so a resumed run learns from other samples than an
+    uninterrupted one would; SAC's replay buffer is not saved, it refills.
+
     A KeyboardInterrupt during learning, the final evaluations or the video saves the model and
     returns (and writes) a summary with ``"interrupted": True``, without what was not done.
+    Checkpoints (model files and progress.json) are saved every ``config.checkpoint_minutes``
+    and when learning ends.
 
     Raises:
-        FileExistsError: the run folder already holds a run of the library.
+        FileExistsError: a new run's folder already holds a run of the library.
+        FileNotFoundError: `resume` without a checkpoint in ``config.out``.
         ValueError: settings the library cannot run, or clips that fail to load.
     """
     from gym_motion.envs.tracking import TrackingVecEnv
@@ -116,30 +130,47 @@ def train(config: RunConfig) -> dict[str, Any]:
     main = rank is None or rank.is_main
     world = 1 if rank is None else rank.world_size
     motions = train_motions(config.motion)
-    folder = RunFolder.create(config.out, library.model_file if main else None)
+    if resume:
+        folder = RunFolder(config.out)
+        state = folder.progress()
+        if not (folder.path / library.model_file).is_file():
+            raise FileNotFoundError(f"{folder.path / library.model_file}: no model to resume")
+    else:
+        folder, state = RunFolder.create(config.out, library.model_file if main else None), None
     evaluate = partial(
         evaluate_policy_on_clips, motions, cfg=config.env, episodes=config.eval_episodes,
         obs_mode=config.obs_mode, max_seconds=config.eval_max_seconds, seed=config.seed,
     )  # fmt: skip
-    before = None
+    before = state["before"] if state else None
     if main:
         name = "" if config.library == "sb3" else f" ({config.library})"
-        print(f"gym-motion train{name}: run folder {folder.path}", flush=True)
-        before = evaluate(None)  # also validates the clips
+        what = "resuming" if resume else "run folder"
+        print(f"gym-motion train{name}: {what} {folder.path}", flush=True)
+        if before is None:
+            before = evaluate(None)  # also validates the clips
         folder.path.mkdir(parents=True, exist_ok=True)
+    done = int(state["env_steps"]) if state else 0
     env = TrackingVecEnv(
         num_envs=config.num_envs, motion=motions, cfg=config.env, autoreset_mode="same_step",
-        obs_mode=config.obs_mode, seed=config.seed, **library.env_kwargs(config),
+        obs_mode=config.obs_mode, seed=config.seed + done, **library.env_kwargs(config),
     )  # fmt: skip
     periodic = None
     if config.eval_every_steps and main:
         periodic = lambda: evaluate(learner.policy())  # noqa: E731
+
+    def save(steps: int) -> None:
+        learner.save(folder.path)
+        folder.write_progress({**progress.state(steps), "before": before})
+
     # the reset-noise scale is set before the learner's wrapper resets the envs
-    checkpoint = (lambda: learner.save(folder.path)) if main else None  # noqa: E731
-    progress = Progress(config, env, periodic, world, config.device, checkpoint)
+    progress = Progress(config, env, periodic, world, config.device, save if main else None)
+    if state:
+        progress.restore(state)
     learner = None
     try:
         learner = library(config, env, folder.path if main else None, world)
+        if resume:
+            learner.load(folder.path, done)
     finally:
         if learner is None:
             env.close()
@@ -163,17 +194,19 @@ def train(config: RunConfig) -> dict[str, Any]:
         "stopped_by": _stopped_by(interrupted, progress.stop),
         "env_steps": steps,
         **learner.summary_entries(),
-        "train_wall_s": round(wall, 2),
-        "env_steps_per_s_overall": round(steps / wall, 1) if wall > 0 else None,
+        "train_wall_s": round(progress.learn_s, 2),
+        "env_steps_per_s_overall": round((steps - done) / wall, 1) if wall > 0 else None,
         "env_steps_per_s_rollout": _mean_tail(progress.history, "time/env_steps_per_s"),
         "reset_noise_scale_final": progress.scale,
     }
+    if resume:
+        summary["resumed_from_env_steps"] = done
     if world > 1:
         summary["ranks"] = world
     if not main:
         learner.close()
         return {**summary, "rank": rank.rank}
-    learner.save(folder.path)
+    save(steps)
     summary["before"] = before
     with _interruptible(summary):  # Ctrl-C from here on: the model and summary.json are kept
         if not interrupted:
@@ -186,6 +219,7 @@ def train(config: RunConfig) -> dict[str, Any]:
                 summary["video"] = _final_video(folder.path / "final_eval.mp4", learner.policy(),
                                                 motions[0], config)  # fmt: skip
     learner.close()
+    folder.write_progress({**progress.state(steps), "before": before})  # with the final eval
     plot_curves(progress.history, folder.path / "training_curves.png", progress.evals)
     folder.write_summary(summary)
     return summary

@@ -53,7 +53,7 @@ def test_train_cli_flags_and_defaults():
     args = vars(build_parser().parse_args(["train"]))
     args.pop("func")
     assert args == {
-        "command": "train", "motion": [], "num_envs": 256, "total_steps": 3_000_000,
+        "command": "train", "motion": [], "num_envs": 256, "total_steps": None, "resume": None,
         "max_minutes": 12.0, "backend": "mujoco", "seed": 0, "out": None, "obs_mode": None,
         "no_state_estimation": False, "num_threads": None, "reset_noise_ramp": 0.5, "ppo": [],
         "eval_every": 500_000, "no_video": False, "library": "sb3", "device": "cpu",

@@ -1,0 +1,91 @@
+"""`gym-motion train --resume RUN`: a run stopped at a checkpoint continues in its own folder,
+its learner's state (optimiser, normaliser, step count) and the skeleton's (evaluations and
+their schedule, curves' history) carried on; only the envs' episodes start anew."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from gym_motion.cli import main  # noqa: E402
+from gym_motion.training import RunConfig, train  # noqa: E402
+from gym_motion.training.libraries import LIBRARIES  # noqa: E402
+
+SETTINGS = {  # SB3 without its KL early stop, so every update takes all its gradient steps
+    "sb3": {"ppo": {"n_steps": 8, "net_arch": [16], "target_kl": None}},
+    "rsl_rl": {"ppo": {"num_steps_per_env": 8, "hidden_dims": [16]}},
+}
+
+
+def learner_state(library: str, run) -> tuple[int, float]:
+    """(optimiser steps, observation normaliser count) of a run folder's saved learner."""
+    if library == "sb3":
+        import pickle
+
+        from stable_baselines3 import PPO
+
+        model = PPO.load(run / "model.zip", device="cpu")
+        steps = model.policy.optimizer.state_dict()["state"][0]["step"]
+        with open(run / "vecnormalize.pkl", "rb") as f:
+            count = pickle.load(f).obs_rms["policy"].count
+        return int(steps), float(count)
+    saved = torch.load(run / "model.pt", weights_only=False)
+    steps = saved["optimizer_state_dict"]["state"][0]["step"]
+    count = saved["actor_state_dict"]["obs_normalizer.count"]
+    return int(steps), float(count)
+
+
+@pytest.mark.parametrize("library", sorted(LIBRARIES))
+def test_a_resumed_run_continues_where_its_checkpoint_left_off(library, tmp_path):
+    pytest.importorskip({"sb3": "stable_baselines3", "rsl_rl": "rsl_rl"}[library])
+    common = dict(library=library, num_envs=2, eval_every_steps=16, eval_max_seconds=0.1,
+                  video_seconds=0.0, reset_noise_ramp=0.0, **SETTINGS[library])  # fmt: skip
+    whole = train(RunConfig(total_steps=48, out=str(tmp_path / "whole"), **common))
+    part = tmp_path / "part"
+    first = train(RunConfig(total_steps=32, out=str(part), **common))
+    assert first["env_steps"] == 32 and (part / "progress.json").is_file()
+    # the same 32 steps as the uninterrupted run's first two rollouts
+    resumed = train(RunConfig(total_steps=48, out=str(part), **common), resume=True)
+    assert resumed["env_steps"] == whole["env_steps"] == 48
+    assert resumed["resumed_from_env_steps"] == 32 and resumed["before"] == whole["before"]
+    # the optimiser took the same steps; the normaliser saw the same observations and the first
+    # ones of the resumed envs' new episodes (one per env)
+    steps, count = learner_state(library, part)
+    assert (steps, count) == pytest.approx(learner_state(library, tmp_path / "whole")) or (
+        (steps, count - 2) == pytest.approx(learner_state(library, tmp_path / "whole"))
+    )
+    progress = json.loads((part / "progress.json").read_text())
+    wanted = json.loads((tmp_path / "whole" / "progress.json").read_text())
+    assert progress["env_steps"] == 48 and progress["learn_s"] > first["train_wall_s"] * 0.5
+    assert [e["timesteps"] for e in progress["evals"]] == [e["timesteps"] for e in wanted["evals"]]
+    assert [h["timesteps"] for h in progress["history"]] == [
+        h["timesteps"] for h in wanted["history"]
+    ]
+    if library == "sb3":  # one progress.csv, the rows of both sessions
+        with open(part / "progress.csv") as f:
+            rows = list(csv.DictReader(f))
+        assert [int(r["time/total_timesteps"]) for r in rows] == [16, 32, 32, 48, 48]
+
+
+def test_resume_cli_keeps_the_runs_settings_and_refuses_a_folder_without_a_checkpoint(
+    tmp_path, capsys
+):
+    pytest.importorskip("stable_baselines3")
+    out = tmp_path / "run"
+    argv = ["train", "--num-envs", "2", "--total-steps", "16", "--out", str(out), "--no-video",
+            "--eval-every", "0", "--ppo", "n_steps=8", "net_arch=[16]", "--action-offset",
+            "reference"]  # fmt: skip
+    assert main(argv) == 0
+    assert main(["train", "--resume", str(out), "--total-steps", "32", "--no-video"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    config = json.loads((out / "config.json").read_text())
+    assert summary["env_steps"] == 32 and summary["resumed_from_env_steps"] == 16
+    assert config["train"]["num_envs"] == 2 and config["train"]["total_steps"] == 32
+    assert config["env"]["action_offset"] == "reference" and config["ppo"]["n_steps"] == 8
+    capsys.readouterr()
+    assert main(["train", "--resume", str(tmp_path / "none")]) == 2
+    assert "no gym-motion train run to resume" in capsys.readouterr().err
