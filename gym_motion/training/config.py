@@ -17,17 +17,24 @@ OBS_MODES = ("dict", "policy")
 
 
 def train_env_cfg(
-    state_estimation: bool = True, sampling: str = "uniform", cfg: TrackingEnvCfg | None = None
+    state_estimation: bool = True,
+    sampling: str = "uniform",
+    action_offset: str = "reference",
+    cfg: TrackingEnvCfg | None = None,
 ) -> TrackingEnvCfg:
-    """The training task: `cfg` (default: the default task) with `state_estimation` and its
-    episode starts sampled by `sampling` ("uniform", the default, or "adaptive").
+    """The training task: `cfg` (default: the default task) with `state_estimation`, its
+    episode starts sampled by `sampling` ("uniform", the default, or "adaptive") and its
+    `action_offset` ("reference", the default: residual actions around the clip's joint
+    positions, measured to learn faster, docs/measurements.md; "default": BeyondMimic's).
 
     Raises:
         ValueError: another sampling mode.
     """
     if sampling not in TRAIN_SAMPLING:
         raise ValueError(f"sampling must be one of {TRAIN_SAMPLING}, got {sampling!r}")
-    cfg = replace(cfg or TrackingEnvCfg(), state_estimation=state_estimation)
+    cfg = replace(
+        cfg or TrackingEnvCfg(), state_estimation=state_estimation, action_offset=action_offset
+    )
     return replace(cfg, sampling=replace(cfg.sampling, mode=sampling))
 
 
@@ -40,10 +47,12 @@ class RunConfig:
         library: the RL library that learns ("sb3" or "rsl_rl"; `gym_motion.training.
             libraries.LIBRARIES`).
         env: the task, robot and physics backend (`TrackingEnvCfg`; default `train_env_cfg()`:
-            the default task, episodes starting uniformly along the clips).
+            the default task with residual actions, episodes starting uniformly along the
+            clips).
         motion: clip paths (npz) or folders; empty: the embedded default motion.
         num_envs: N parallel envs. total_steps: env steps summed over envs (and ranks);
-            learning stops at the first whole rollout that reaches it.
+            learning stops at the first whole rollout that reaches it (default 2 M: the default
+            motion tracked whole, docs/measurements.md).
         max_minutes: wall-clock budget of learning; learning stops after the rollout that
             passes it (None: no budget). The summary says which limit ended it.
         seed: seeds the learner, torch and the env (each rank adds its rank).
@@ -53,8 +62,8 @@ class RunConfig:
         eval_episodes: episodes per clip in each evaluation (deterministic: one is enough).
         eval_max_seconds: cap on an evaluation episode, s (None: the whole clip).
         reset_noise_ramp: fraction of `total_steps` over which the reset noise (docs/task.md
-            section 9) ramps linearly from none to full (`gym_motion.curriculum`); 0: full
-            from the first step.
+            section 9) ramps linearly from none to full (`gym_motion.curriculum`; default 0.75:
+            the first 1.5 M of the default 2 M steps); 0: full from the first step.
         eval_every_steps: a deterministic evaluation from the clip start every this many env
             steps and at the end, logged as ``eval/*`` and drawn in the curves PNG; 0: off.
         video_seconds: length of ``final_eval.mp4``, s; 0: no video.
@@ -74,14 +83,14 @@ class RunConfig:
     env: TrackingEnvCfg = field(default_factory=train_env_cfg)
     motion: list[str] = field(default_factory=list)
     num_envs: int = 256
-    total_steps: int = 3_000_000
+    total_steps: int = 2_000_000
     max_minutes: float | None = None
     seed: int = 0
     out: str | None = None
     obs_mode: str = "dict"
     eval_episodes: int = 1
     eval_max_seconds: float | None = None
-    reset_noise_ramp: float = 0.5
+    reset_noise_ramp: float = 0.75
     eval_every_steps: int = 500_000
     video_seconds: float = 5.0
     checkpoint_minutes: float = 5.0
