@@ -63,10 +63,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "(only --total-steps, --max-minutes, --checkpoint-minutes and --no-video apply)",
     )  # fmt: skip
     run.add_argument(
-        "--reset-noise-ramp", type=cli_number(float, 0.0), default=d.reset_noise_ramp,
-        metavar="F",
-        help="ramp the reset noise from none to full over this fraction of --total-steps; "
-        "0: full from the start (default %(default)s)",
+        "--reset-noise-ramp-steps", type=cli_number(int, 0), default=d.reset_noise_ramp_steps,
+        metavar="STEPS",
+        help="ramp the reset noise from none to full over the first STEPS env steps; 0: full "
+        "from the start (default %(default)s)",
     )  # fmt: skip
     run.add_argument(
         "--eval-every", type=cli_number(int, 0), default=d.eval_every_steps, metavar="STEPS",
@@ -191,7 +191,7 @@ def run_config(args: argparse.Namespace):
         out=args.out,
         # PPO trains an asymmetric actor-critic by default; SAC reads the policy group only
         obs_mode=args.obs_mode or ("policy" if args.algo == "sac" else "dict"),
-        reset_noise_ramp=args.reset_noise_ramp,
+        reset_noise_ramp_steps=args.reset_noise_ramp_steps,
         eval_every_steps=args.eval_every,
         video_seconds=0.0 if args.no_video else RunConfig.video_seconds,
         checkpoint_minutes=args.checkpoint_minutes,

@@ -19,13 +19,13 @@ OBS_MODES = ("dict", "policy")
 def train_env_cfg(
     state_estimation: bool = True,
     sampling: str = "uniform",
-    action_offset: str = "reference",
+    action_offset: str = "default",
     cfg: TrackingEnvCfg | None = None,
 ) -> TrackingEnvCfg:
     """The training task: `cfg` (default: the default task) with `state_estimation`, its
     episode starts sampled by `sampling` ("uniform", the default, or "adaptive") and its
-    `action_offset` ("reference", the default: residual actions around the clip's joint
-    positions, measured to learn faster, docs/measurements.md; "default": BeyondMimic's).
+    `action_offset` ("default": BeyondMimic's, target = default pose + scale x action;
+    "reference": residual actions around the clip's joint positions, docs/measurements.md).
 
     Raises:
         ValueError: another sampling mode.
@@ -47,12 +47,11 @@ class RunConfig:
         library: the RL library that learns ("sb3" or "rsl_rl"; `gym_motion.training.
             libraries.LIBRARIES`).
         env: the task, robot and physics backend (`TrackingEnvCfg`; default `train_env_cfg()`:
-            the default task with residual actions, episodes starting uniformly along the
-            clips).
+            the default task, episodes starting uniformly along the clips).
         motion: clip paths (npz) or folders; empty: the embedded default motion.
         num_envs: N parallel envs. total_steps: env steps summed over envs (and ranks);
-            learning stops at the first whole rollout that reaches it (default 2 M: the default
-            motion tracked whole, docs/measurements.md).
+            learning stops at the first whole rollout that reaches it (default 2.1 M: the
+            default motion tracked whole, docs/measurements.md).
         max_minutes: wall-clock budget of learning; learning stops after the rollout that
             passes it (None: no budget). The summary says which limit ended it.
         seed: seeds the learner, torch and the env (each rank adds its rank).
@@ -61,9 +60,10 @@ class RunConfig:
             privileged critic group (286); "policy": every network reads the policy group.
         eval_episodes: episodes per clip in each evaluation (deterministic: one is enough).
         eval_max_seconds: cap on an evaluation episode, s (None: the whole clip).
-        reset_noise_ramp: fraction of `total_steps` over which the reset noise (docs/task.md
-            section 9) ramps linearly from none to full (`gym_motion.curriculum`; default 0.75:
-            the first 1.5 M of the default 2 M steps); 0: full from the first step.
+        reset_noise_ramp_steps: env steps over which the reset noise (docs/task.md section 9)
+            ramps linearly from none to full (`gym_motion.curriculum`; default 1.5 M, whatever
+            `total_steps`, so a longer or resumed run keeps the curriculum); 0: full from the
+            first step.
         eval_every_steps: a deterministic evaluation from the clip start every this many env
             steps and at the end, logged as ``eval/*`` and drawn in the curves PNG; 0: off.
         video_seconds: length of ``final_eval.mp4``, s; 0: no video.
@@ -83,14 +83,14 @@ class RunConfig:
     env: TrackingEnvCfg = field(default_factory=train_env_cfg)
     motion: list[str] = field(default_factory=list)
     num_envs: int = 256
-    total_steps: int = 2_000_000
+    total_steps: int = 2_100_000
     max_minutes: float | None = None
     seed: int = 0
     out: str | None = None
     obs_mode: str = "dict"
     eval_episodes: int = 1
     eval_max_seconds: float | None = None
-    reset_noise_ramp: float = 0.75
+    reset_noise_ramp_steps: int = 1_500_000
     eval_every_steps: int = 500_000
     video_seconds: float = 5.0
     checkpoint_minutes: float = 5.0
@@ -103,8 +103,11 @@ class RunConfig:
     def __post_init__(self) -> None:
         if not isinstance(self.env, TrackingEnvCfg):
             raise ValueError(f"RunConfig.env must be a TrackingEnvCfg, got {self.env!r}")
-        if not 0.0 <= self.reset_noise_ramp <= 1.0:
-            raise ValueError(f"reset_noise_ramp must be in [0, 1], got {self.reset_noise_ramp}")
+        if not (isinstance(self.reset_noise_ramp_steps, int) and self.reset_noise_ramp_steps >= 0):
+            raise ValueError(
+                "reset_noise_ramp_steps must be an integer >= 0 (env steps), got "
+                f"{self.reset_noise_ramp_steps!r}"
+            )
         if not self.checkpoint_minutes >= 0.0:
             raise ValueError(f"checkpoint_minutes must be >= 0, got {self.checkpoint_minutes}")
         if self.obs_mode not in OBS_MODES:

@@ -23,7 +23,7 @@ class Progress:
     periodic evaluations and the wall-clock budget.
 
     Args:
-        config: the run's config (``total_steps``, ``reset_noise_ramp``, ``eval_every_steps``,
+        config: the run's config (``total_steps``, ``reset_noise_ramp_steps``, ``eval_every_steps``,
             ``max_minutes``). env: the training `TrackingVecEnv` (its ``reset_noise_scale`` is
             set here). evaluate: current policy -> `evaluate_policy_on_clips` result, or None
             (no periodic evaluations, e.g. ranks other than 0). world_size, device: ranks of a
@@ -91,8 +91,7 @@ class Progress:
         self._t0 = self._saved = time.perf_counter()
 
     def _set_scale(self, steps: int) -> None:
-        ramp = self.config.reset_noise_ramp
-        self.scale = reset_noise_scale(steps / max(1, self.config.total_steps), ramp)
+        self.scale = reset_noise_scale(steps, self.config.reset_noise_ramp_steps)
         self.env.reset_noise_scale = self.scale
 
     def after_rollout(self, steps: int, values: dict[str, float] | None = None) -> dict:

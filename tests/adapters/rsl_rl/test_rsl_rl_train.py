@@ -31,7 +31,7 @@ def tiny_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("runs") / "rsl"
     argv = ["train", "--library", "rsl_rl", "--num-envs", "4", "--total-steps", "200",
             "--seed", "1", "--out", str(out), "--eval-every", "100", "--no-video",
-            "--reset-noise-ramp", "0.5",
+            "--reset-noise-ramp-steps", "100",
             "--ppo", "hidden_dims=[32,32]"]  # fmt: skip
     assert main(argv) == 0
     return out

@@ -45,8 +45,8 @@ def test_reset_noise_ramp():
         0.0, 0.5, 1.0, 1.0, 1.0
     ]  # fmt: skip
     assert reset_noise_scale(0.0, 0.0) == 1.0
-    with pytest.raises(ValueError, match="reset_noise_ramp"):
-        RunConfig(reset_noise_ramp=1.5)
+    with pytest.raises(ValueError, match="reset_noise_ramp_steps must be an integer >= 0"):
+        RunConfig(reset_noise_ramp_steps=0.5)
 
 
 def test_train_cli_flags_and_defaults():
@@ -55,10 +55,11 @@ def test_train_cli_flags_and_defaults():
     assert args == {
         "command": "train", "motion": [], "num_envs": 256, "total_steps": None, "resume": None,
         "max_minutes": 0.0, "backend": "mujoco", "seed": 0, "out": None, "obs_mode": None,
-        "no_state_estimation": False, "num_threads": None, "reset_noise_ramp": 0.75, "ppo": [],
+        "no_state_estimation": False, "num_threads": None, "reset_noise_ramp_steps": 1_500_000,
+        "ppo": [],
         "eval_every": 500_000, "no_video": False, "library": "sb3", "device": "cpu",
         "distributed": False, "algo": "ppo", "sac": [], "sampling": "uniform",
-        "checkpoint_minutes": 5.0, "action_offset": "reference",
+        "checkpoint_minutes": 5.0, "action_offset": "default",
     }  # fmt: skip
     # the observation mode follows the algorithm unless given
     for argv, mode in ((["train"], "dict"), (["train", "--algo", "sac"], "policy"),
@@ -75,7 +76,7 @@ def test_train_cli_flags_and_defaults():
 def tiny_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("runs") / "tiny"
     argv = ["train", "--num-envs", "4", "--total-steps", "200", "--seed", "1", "--out", str(out),
-            "--eval-every", "100", "--reset-noise-ramp", "0.5"]  # fmt: skip
+            "--eval-every", "100", "--reset-noise-ramp-steps", "100"]  # fmt: skip
     assert main(argv) == 0
     return out
 
