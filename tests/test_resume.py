@@ -52,12 +52,12 @@ def test_a_resumed_run_continues_where_its_checkpoint_left_off(library, tmp_path
     resumed = train(RunConfig(total_steps=48, out=str(part), **common), resume=True)
     assert resumed["env_steps"] == whole["env_steps"] == 48
     assert resumed["resumed_from_env_steps"] == 32 and resumed["before"] == whole["before"]
-    # the optimiser took the same steps; the normaliser saw the same observations and the first
-    # ones of the resumed envs' new episodes (one per env)
+    # the optimiser took the same steps; the normaliser saw the same observations, and SB3's
+    # (VecNormalize, updated on resets too) also the resumed envs' first ones, one per env
     steps, count = learner_state(library, part)
-    assert (steps, count) == pytest.approx(learner_state(library, tmp_path / "whole")) or (
-        (steps, count - 2) == pytest.approx(learner_state(library, tmp_path / "whole"))
-    )
+    whole_steps, whole_count = learner_state(library, tmp_path / "whole")
+    assert steps == whole_steps
+    assert count == pytest.approx(whole_count + (2 if library == "sb3" else 0))
     progress = json.loads((part / "progress.json").read_text())
     wanted = json.loads((tmp_path / "whole" / "progress.json").read_text())
     assert progress["env_steps"] == 48 and progress["learn_s"] > first["train_wall_s"] * 0.5

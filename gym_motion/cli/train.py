@@ -1,6 +1,6 @@
 """``gym-motion train``: the command line of `gym_motion.training.train`.
 
-    gym-motion train                           # embedded default motion, <= 12 min of learning
+    gym-motion train                           # embedded default motion, 2.1 M env steps
     gym-motion train --motion dance.npz --num-envs 256 --total-steps 5000000 --out runs/dance
     gym-motion train --library rsl_rl          # rsl_rl's PPO instead of Stable-Baselines3's
 """

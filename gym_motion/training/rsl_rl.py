@@ -1,6 +1,6 @@
 """rsl_rl in `gym-motion train` (``--library rsl_rl``): its PPO (``OnPolicyRunner``).
 
-    gym-motion train --library rsl_rl                       # default motion, <= 12 min of learning
+    gym-motion train --library rsl_rl                       # default motion, 2.1 M env steps
     gym-motion train --library rsl_rl --motion dance.npz --num-envs 256 --out runs/rsl --device cpu
 
 `RslRlLearner` is this library's `gym_motion.training.skeleton.Learner`. Its run folder holds,
@@ -90,6 +90,7 @@ class RslRlLearner:
 
         self.config = config
         self._steps0 = 0
+        self._iteration = 0  # rsl_rl's latest logged iteration: the step of `log`'s scalars
         torch.manual_seed(config.seed)
         self.env = RslRlVecEnv(env, device=config.device)
         self.runner = OnPolicyRunner(
@@ -122,6 +123,7 @@ class RslRlLearner:
         normalisers, optimiser, learning rate, iteration) taken at `env_steps`."""
         self.runner.load(str(path / "model.pt"), map_location=self.config.device)
         self._steps0 = int(env_steps)
+        self._iteration = self.runner.current_learning_iteration
 
     def learn(self, progress: Progress) -> None:
         p = resolved_ppo(self.config.ppo)
@@ -173,9 +175,8 @@ class RslRlLearner:
     def log(self, values: dict[str, float]) -> None:
         writer = self.runner.logger.writer
         if writer is not None:
-            it = getattr(self, "_iteration", self.runner.current_learning_iteration)
             for key, value in values.items():
-                writer.add_scalar(key, value, it)
+                writer.add_scalar(key, value, self._iteration)
 
     def save(self, path: Path) -> None:
         tmp = path / ".model.pt.tmp"  # torch.save takes a path: written whole, then renamed

@@ -73,6 +73,7 @@ class RunFolder:
 
     @property
     def config_path(self) -> Path:
+        """The run's config.json (it may not exist yet)."""
         return self.path / "config.json"
 
     def config(self) -> dict[str, Any]:
@@ -246,14 +247,6 @@ class RunFolder:
     def write_summary(self, summary: dict[str, Any]) -> None:
         """Write summary.json (atomically)."""
         write_json(self.path / "summary.json", summary)
-
-    def summary(self) -> dict[str, Any]:
-        """summary.json as a dict.
-
-        Raises:
-            FileNotFoundError: the folder has none.
-        """
-        return json.loads((self.path / "summary.json").read_text())
 
     # -- the trained policy --------------------------------------------------------------------
 
