@@ -42,6 +42,7 @@ from gym_motion.backends.binding import (
     self_contact_columns,
 )
 from gym_motion.backends.threads import (
+    CallerPin,
     NumbaThreads,
     apply_numba_threads,
     pin_threads,
@@ -409,16 +410,21 @@ class MujocoBackend:
         # threads: one budget, then the pool
         self.thread_budget = budget = resolve_thread_budget(num_threads, cpu_ids)
         self.num_threads = budget.physics_threads
-        if budget.pinned:
-            pin_threads({0}, budget.cpus)  # the caller works in the pool; later threads inherit
-        apply_numba_threads(budget)
-        # the kernels' build, picked once for this batch on the pool just sized (as the env does)
-        self._serial = NumbaThreads.for_rows(self.num_envs).serial
-        before = thread_ids()
-        # nthread includes the calling thread; 1 means no pool
-        self._batch = mujoco.batch.Batch(model, self.num_envs, self.num_threads)
-        if budget.pinned:
-            pin_threads(thread_ids() - before, budget.cpus)
+        # the caller works in the pool, and threads it starts meanwhile inherit; given back on close
+        self._pin = CallerPin(budget.cpus) if budget.pinned else None
+        try:
+            apply_numba_threads(budget)
+            # the kernels' build, picked once for this batch on the pool just sized (as the env)
+            self._serial = NumbaThreads.for_rows(self.num_envs).serial
+            before = thread_ids()
+            # nthread includes the calling thread; 1 means no pool
+            self._batch = mujoco.batch.Batch(model, self.num_envs, self.num_threads)
+            if budget.pinned:
+                pin_threads(thread_ids() - before, budget.cpus)
+        except BaseException:
+            if self._pin is not None:
+                self._pin.release()
+            raise
 
         b = self._batch
         key = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, "default")
@@ -566,12 +572,15 @@ class MujocoBackend:
         table[ids[:, None], elem[None, :]] = vals
 
     def close(self) -> None:
-        """Stop the thread pool and free the batch (idempotent)."""
+        """Stop the thread pool, free the batch and give back the CPUs a `cpu_ids` pin took
+        (`CallerPin.release`) (idempotent)."""
         if not self._closed:
             self._closed = True
             self._batch = None
             self._qpos = self._qvel = self._ctrl = self._warm = self._act = None
             self._fields = {}
+            if getattr(self, "_pin", None) is not None:
+                self._pin.release()
 
     def __del__(self) -> None:  # noqa: D105
         try:

@@ -8,6 +8,9 @@ that block has CPUs (oversubscription cost the seed project 2.5x).
 - ``cpu_ids=[...]`` narrows the block. On Linux the physics threads are pinned to it with
   ``os.sched_setaffinity`` per thread (the calling thread too, since it works in the physics pool;
   threads it starts later, Numba's and BLAS's, inherit the block). Elsewhere a warning, no-op.
+  The pin lasts while the backend is open (`CallerPin`): closing it gives the calling thread,
+  and the threads that inherited the block from it, their CPUs back, and while it is open
+  `available_cpus` still reports the CPUs the thread had before (another env may take others).
 - Numba's pool is sized to the block with ``numba.set_num_threads`` unless the user set
   ``NUMBA_NUM_THREADS`` (their choice wins; so does ``NUMBA_THREADING_LAYER``, untouched here).
   ``numba.set_num_threads`` is per calling thread: the thread that builds the backend should be
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -38,6 +42,7 @@ from gym_motion.kernels.dispatch import serial_rows
 
 __all__ = [
     "MIN_ROWS_PER_NUMBA_THREAD",
+    "CallerPin",
     "NumbaThreads",
     "ThreadBudget",
     "available_cpus",
@@ -76,7 +81,11 @@ class ThreadBudget:
 
 
 def available_cpus() -> tuple[int, ...]:
-    """CPU ids this process may run on (its affinity mask; all CPUs where there is none)."""
+    """CPU ids this process may run on: the calling thread's affinity mask as it was before
+    any open backend pinned the thread (`CallerPin`); all CPUs where there is no mask."""
+    pins = _LIVE_PINS.get(threading.get_native_id())
+    if pins:
+        return pins[0].previous
     if hasattr(os, "sched_getaffinity"):
         return tuple(sorted(os.sched_getaffinity(0)))
     return tuple(range(os.cpu_count() or 1))
@@ -157,6 +166,60 @@ def pin_threads(tids: set[int] | Sequence[int], cpus: Sequence[int]) -> None:
             os.sched_setaffinity(tid, cpus)
         except (ProcessLookupError, PermissionError):  # the thread ended meanwhile
             pass
+
+
+# native thread id -> the open `CallerPin`s of that thread, oldest first
+_LIVE_PINS: dict[int, list[CallerPin]] = {}
+
+
+class CallerPin:
+    """The calling thread pinned to `cpus` until `release` (Linux), and given back after.
+
+    While pinned, threads the caller starts (a physics pool, Numba's and BLAS's workers, the
+    user's own) inherit `cpus`. `release` (idempotent, from any thread) sets the pinned thread
+    back to the block of its newest pin still open, or to the CPUs it had before its first
+    pin, and every thread started since this pin whose affinity is still exactly `cpus` (the
+    threads that inherited it) to those first CPUs. Pins of one thread close in any order.
+
+    Args:
+        cpus: CPU ids (non-empty; a subset of `available_cpus`, as `resolve_thread_budget`
+            checks).
+
+    Attributes:
+        tid: the pinned thread's native id. cpus: the block (sorted). previous: the thread's
+        CPUs before its first open pin (sorted).
+
+    Example:
+        >>> pin = CallerPin((0,))  # doctest: +SKIP
+        >>> pin.release()  # the thread runs on its former CPUs again
+    """
+
+    def __init__(self, cpus: Sequence[int]) -> None:
+        self.tid = threading.get_native_id()
+        self.cpus = tuple(sorted({int(c) for c in cpus}))
+        pins = _LIVE_PINS.setdefault(self.tid, [])
+        self.previous = pins[0].previous if pins else tuple(sorted(os.sched_getaffinity(0)))
+        self._started_before = thread_ids()
+        os.sched_setaffinity(0, self.cpus)
+        pins.append(self)
+
+    def release(self) -> None:
+        """Give the CPUs back (see the class docstring); a no-op once released."""
+        pins = _LIVE_PINS.get(self.tid, [])
+        if self not in pins:
+            return
+        pins.remove(self)
+        if not pins:
+            del _LIVE_PINS[self.tid]
+        pin_threads({self.tid}, pins[-1].cpus if pins else self.previous)
+        inherited = set()
+        for tid in thread_ids() - self._started_before:
+            try:
+                if os.sched_getaffinity(tid) == set(self.cpus):
+                    inherited.add(tid)
+            except OSError:  # the thread ended meanwhile
+                pass
+        pin_threads(inherited - {self.tid}, self.previous)
 
 
 def numba_threads_for(num_rows: int, pool: int, min_rows: int | None = None) -> int:

@@ -6,6 +6,7 @@ The behaviour every backend shares is tested in test_contract.py.
 from __future__ import annotations
 
 import os
+import threading
 
 import mujoco
 import numba
@@ -234,7 +235,42 @@ def test_cpu_ids_pin_physics_threads(model, monkeypatch):
             assert os.sched_getaffinity(tid) == set(block)
         b.step(np.tile(g1.DEFAULT_JOINT_POS, (4, 1)))
         b.close()
+        assert os.sched_getaffinity(0) == main_affinity
     finally:
+        os.sched_setaffinity(0, main_affinity)
+        numba.set_num_threads(numba_threads)
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="Linux affinity")
+def test_cpu_ids_pins_are_given_back_on_close_in_any_order(model, monkeypatch):
+    monkeypatch.delenv("NUMBA_NUM_THREADS", raising=False)
+    cpus = available_cpus()
+    if len(cpus) < 2:
+        pytest.skip("needs 2 CPUs")
+    main_affinity, numba_threads = os.sched_getaffinity(0), numba.get_num_threads()
+    done = threading.Event()
+    try:
+        first = _backend(model, 4, cpu_ids=[cpus[0]])
+        assert os.sched_getaffinity(0) == {cpus[0]}
+        worker = threading.Thread(target=done.wait)  # a thread the pinned caller starts
+        worker.start()
+        assert os.sched_getaffinity(worker.native_id) == {cpus[0]}
+        assert available_cpus() == cpus  # the process's CPUs, not the pin
+        second = _backend(model, 4, cpu_ids=[cpus[1]])  # another CPU of the process: accepted
+        assert os.sched_getaffinity(0) == {cpus[1]}
+        first.close()  # the newest open pin holds the caller
+        assert os.sched_getaffinity(0) == {cpus[1]}
+        assert os.sched_getaffinity(worker.native_id) == main_affinity  # as before any pin
+        second.close()
+        assert os.sched_getaffinity(0) == main_affinity
+        assert os.sched_getaffinity(worker.native_id) == main_affinity
+        free = _backend(model, 4)  # a later env sees every CPU of the process again
+        assert free.num_threads == len(cpus) and not free.thread_budget.pinned
+        free.close()
+        second.close()  # idempotent: gives nothing back twice
+        assert os.sched_getaffinity(0) == main_affinity
+    finally:
+        done.set()
         os.sched_setaffinity(0, main_affinity)
         numba.set_num_threads(numba_threads)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 
 import gymnasium as gym
@@ -10,6 +11,7 @@ import pytest
 from gymnasium.vector import AutoresetMode
 
 import gym_motion  # noqa: F401  (registers the ids)
+from gym_motion.backends.threads import available_cpus
 from gym_motion.envs import TrackingEnvCfg, TrackingVecEnv, eval_cfg
 from gym_motion.kernels.metrics import TRACKING_ERRORS
 from gym_motion.managers import events
@@ -370,3 +372,27 @@ def test_reset_noise_scale_scales_the_rsi_offsets():
         with pytest.raises(ValueError, match="reset_noise_scale"):
             env.reset_noise_scale = bad
     env.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="Linux affinity")
+def test_cpu_ids_give_the_process_its_cpus_back_on_close():
+    cpus = available_cpus()
+    if len(cpus) < 2:
+        pytest.skip("needs 2 CPUs")
+    before = os.sched_getaffinity(0)
+    try:
+        env = make(16, backend_kwargs={"cpu_ids": [cpus[0]]})
+        env.reset(seed=0)
+        env.step(zeros(env))
+        assert os.sched_getaffinity(0) == {cpus[0]}
+        env.close()
+        assert os.sched_getaffinity(0) == before
+        later = make(16)  # every CPU of the process, not the closed env's one
+        assert later.backend.num_threads == len(cpus)
+        later.close()
+        other = make(16, backend_kwargs={"cpu_ids": [cpus[1]]})  # not refused
+        assert other.backend.thread_budget.cpus == (cpus[1],)
+        other.close()
+        assert os.sched_getaffinity(0) == before
+    finally:
+        os.sched_setaffinity(0, before)
