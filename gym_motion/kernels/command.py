@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from numba import njit, prange
 
+from gym_motion.kernels.cache import CACHE
 from gym_motion.kernels.dispatch import row_kernel
 from gym_motion.kernels.quat import quat_mul, quat_rotate, yaw_quat
 
 
-@njit(cache=True, inline="always")
+@njit(cache=CACHE, inline="always")
 def _reanchor_row(i, ref_pos_w, ref_quat_w, anchor, robot_anchor_pos_w, robot_anchor_quat_w,
                   out_pos, out_quat):  # fmt: skip
     """Row `i` of `reference_step`'s re-anchoring (see there)."""

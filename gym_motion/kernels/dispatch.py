@@ -25,6 +25,8 @@ from collections.abc import Callable
 
 from numba import njit
 
+from gym_motion.kernels.cache import CACHE
+
 __all__ = [
     "RowKernel",
     "bind_builds",
@@ -63,11 +65,12 @@ class serial_rows:  # noqa: N801 (a context manager, named as one)
 
 class RowKernel:
     """A ``prange``-over-rows function compiled as ``parallel`` (``njit(parallel=True)``) and
-    ``serial`` (``njit``, ``prange`` runs as ``range``), both cached on disk. Calling it runs
-    the build `serial_rows` selects for the calling thread (parallel by default)."""
+    ``serial`` (``njit``, ``prange`` runs as ``range``), both cached on disk where a place is
+    writable (`gym_motion.kernels.cache`). Calling it runs the build `serial_rows` selects for
+    the calling thread (parallel by default)."""
 
     def __init__(self, func: Callable):
-        self.parallel = njit(parallel=True, cache=True)(func)
+        self.parallel = njit(parallel=True, cache=CACHE)(func)
         # its own qualified name, so that Numba's on-disk cache (keyed by module, name and
         # signature, not by compile flags) keeps the two builds apart
         twin = types.FunctionType(
@@ -75,7 +78,7 @@ class RowKernel:
         )
         twin.__qualname__ = f"{func.__qualname__}__serial"
         twin.__module__ = func.__module__
-        self.serial = njit(cache=True)(twin)
+        self.serial = njit(cache=CACHE)(twin)
         self.builds = (self.parallel, self.serial)  # indexed by `serial` (False, True)
         functools.update_wrapper(self, func)
 

@@ -11,8 +11,10 @@ import math
 
 from numba import njit
 
+from gym_motion.kernels.cache import CACHE
 
-@njit(cache=True, inline="always")
+
+@njit(cache=CACHE, inline="always")
 def quat_mul(aw, ax, ay, az, bw, bx, by, bz):
     """Hamilton product a * b of two wxyz quaternions, as a 4-tuple."""
     return (
@@ -23,7 +25,7 @@ def quat_mul(aw, ax, ay, az, bw, bx, by, bz):
     )
 
 
-@njit(cache=True, inline="always")
+@njit(cache=CACHE, inline="always")
 def quat_rotate(qw, qx, qy, qz, vx, vy, vz):
     """Rotate vector v by unit quaternion q (q v q*), as a 3-tuple.
 
@@ -39,27 +41,27 @@ def quat_rotate(qw, qx, qy, qz, vx, vy, vz):
     )
 
 
-@njit(cache=True, inline="always")
+@njit(cache=CACHE, inline="always")
 def quat_rotate_inverse(qw, qx, qy, qz, vx, vy, vz):
     """Rotate vector v by the inverse of unit quaternion q (q* v q), as a 3-tuple."""
     return quat_rotate(qw, -qx, -qy, -qz, vx, vy, vz)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=CACHE, inline="always")
 def quat_angle_between(aw, ax, ay, az, bw, bx, by, bz):
     """Rotation angle of a* b in [0, pi], rad; equal for q and -q (sign-aware)."""
     w, x, y, z = quat_mul(aw, -ax, -ay, -az, bw, bx, by, bz)
     return 2.0 * math.atan2(math.sqrt(x * x + y * y + z * z), abs(w))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=CACHE, inline="always")
 def yaw_quat(qw, qx, qy, qz):
     """The rotation about world z contained in q (its heading), as a unit wxyz 4-tuple."""
     yaw = math.atan2(2.0 * (qw * qz + qx * qy), 1.0 - 2.0 * (qy * qy + qz * qz))
     return math.cos(0.5 * yaw), 0.0, 0.0, math.sin(0.5 * yaw)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=CACHE, inline="always")
 def quat_to_matrix(qw, qx, qy, qz):
     """Rotation matrix of unit q as 9 floats in row-major order (r00, r01, ..., r22)."""
     xx, yy, zz = qx * qx, qy * qy, qz * qz

@@ -12,6 +12,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from gym_motion.kernels.cache import CACHE
 from gym_motion.kernels.dispatch import row_kernel
 from gym_motion.kernels.quat import quat_angle_between
 
@@ -110,7 +111,7 @@ def weigh_terms(raw, weights, dt, weighted, reward):
         reward[i] = (np.float32(0.0) + _numpy_pairwise_sum(row)) * dt
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _numpy_pairwise_sum(x):
     """Sum of a float32 vector in the order of NumPy's ``pairwise_sum``
     (numpy/_core/src/umath/loops_utils.h.src): sequential below 8 values; up to 128, 8

@@ -11,8 +11,10 @@ import math
 
 from numba import njit
 
+from gym_motion.kernels.cache import CACHE
 
-@njit(cache=True)
+
+@njit(cache=CACHE)
 def draw_adaptive(failure_ema, ema_total, uniform_ratio, u_bin, u_frame, bin_clip, bin_local,
                   bin_counts, lengths, cdf, clip_out, frame_out):  # fmt: skip
     """Draw a bin per value of `u_bin` from the adaptive mixture, then a frame inside it.
@@ -51,7 +53,7 @@ def draw_adaptive(failure_ema, ema_total, uniform_ratio, u_bin, u_frame, bin_cli
         frame_out[i] = min(int(frame), lengths[c] - 2)
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def bin_probabilities(failure_ema, ema_total, uniform_ratio, out):
     """``out[b] = (1 - u) * ema[b] / ema_total + u / num_bins``, or ``1 / num_bins`` while
     ema_total <= 0 (the adaptive mixture). failure_ema, out (num_bins,) float64; ema_total the
@@ -65,7 +67,7 @@ def bin_probabilities(failure_ema, ema_total, uniform_ratio, out):
             out[b] = uniform
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def fold_failures(failure_ema, alpha, clip_ids, frames, failed, bin_starts, bin_counts, lengths,
                   counts):  # fmt: skip
     """One control step of the failure EMA: ``ema = (1 - alpha) * ema + alpha * failures``,
@@ -95,7 +97,7 @@ def fold_failures(failure_ema, alpha, clip_ids, frames, failed, bin_starts, bin_
     return -1
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def bins_of(clip_ids, frames, bin_starts, bin_counts, lengths, out):
     """Global bin of each (clip, frame) pair: clip_ids, frames (K,) int; bin_starts,
     bin_counts, lengths (C,) int64; out (K,) int64, written.
@@ -110,7 +112,7 @@ def bins_of(clip_ids, frames, bin_starts, bin_counts, lengths, out):
     return -1
 
 
-@njit(cache=True, inline="always")
+@njit(cache=CACHE, inline="always")
 def _first_bad_clip(clip_ids, num_clips):
     """The first position of a clip id outside [0, num_clips), or -1."""
     for i in range(clip_ids.shape[0]):
@@ -119,7 +121,7 @@ def _first_bad_clip(clip_ids, num_clips):
     return -1
 
 
-@njit(cache=True, inline="always")
+@njit(cache=CACHE, inline="always")
 def _bin_of(clip, frame, bin_starts, bin_counts, lengths):
     """Global bin of frame `frame` of clip `clip`: bin b covers [b, b + 1) * (T - 1) / bins."""
     count = bin_counts[clip]
