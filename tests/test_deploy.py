@@ -22,7 +22,13 @@ pytest.importorskip("onnxruntime")
 from onnx import helper, numpy_helper  # noqa: E402
 
 from gym_motion.cli import main  # noqa: E402
-from gym_motion.deploy import METADATA_KEYS, OnnxPolicy, PolicyMeta, deploy_metadata  # noqa: E402
+from gym_motion.deploy import (  # noqa: E402
+    METADATA_KEYS,
+    OBSERVATION_TERM_KEYS,
+    OnnxPolicy,
+    PolicyMeta,
+    deploy_metadata,
+)
 from gym_motion.envs.config import TrackingEnvCfg, eval_cfg  # noqa: E402
 from gym_motion.envs.tracking import TrackingVecEnv  # noqa: E402
 from gym_motion.evaluate import ending, evaluate_policy_on_clips  # noqa: E402
@@ -217,8 +223,11 @@ def test_policy_in_isaac_lab_joint_order_with_its_own_pose_and_scale_acts_the_sa
 
 
 def fence_meta(**changes: str | None) -> dict[str, str]:
-    """The G1's deploy metadata with `changes` (None: drop the key)."""
+    """The G1's deploy metadata with `changes` (None: drop the key); other terms drop the
+    per-term keys."""
     base = deploy_metadata(TrackingEnvCfg())
+    if "observation_names" in changes:
+        base = {k: v for k, v in base.items() if k not in OBSERVATION_TERM_KEYS}
     base.update(changes)
     return {k: v for k, v in base.items() if v is not None}
 
@@ -365,13 +374,147 @@ def test_mapping_rebases_joint_positions_last_action_and_targets():
 
 
 # ---------------------------------------------------------------------------------------------
+# observation processing in the metadata (mjlab's per-term keys)
+
+# B_Fence1's policy observation: (term, columns) in order
+FENCE_LAYOUT = {"command": slice(0, 58), "motion_anchor_pos_b": slice(58, 61),
+                "motion_anchor_ori_b": slice(61, 67), "base_lin_vel": slice(67, 70),
+                "base_ang_vel": slice(70, 73), "joint_pos": slice(73, 102),
+                "joint_vel": slice(102, 131), "actions": slice(131, 160)}  # fmt: skip
+
+
+def fence_with(tmp_path: Path, **added: str) -> Path:
+    """A copy of B_Fence1 with metadata keys added (the graph unchanged)."""
+    model = onnx.load(str(FENCE_ONNX))
+    path = tmp_path / "fence_with.onnx"
+    onnx.save(with_props(model, {**props(FENCE_ONNX), **added}), str(path))
+    return path
+
+
+def per_term(**entries: str) -> str:
+    """A per-term value in mjlab's format for B_Fence1's 8 terms: `entries` by term name, the
+    others "1.000"."""
+    return ",".join(entries.get(term, "1.000") for term in FENCE_LAYOUT)
+
+
+def fed_observations(policy: OnnxPolicy, steps: int = 5) -> tuple[np.ndarray, np.ndarray]:
+    """(env observations, what the graph was fed) over `steps` steps of B_Fence1's clip."""
+    # one env: the graph's batch is fixed at 1 (more rows would call `run` once per row)
+    env = TrackingVecEnv(1, motion=FENCE_NPZ, cfg=eval_cfg(), motion_playback="frame_per_step")
+    seen, fed = [], []
+    real_run = policy.run
+    policy.run = lambda o, t=None: fed.append(o.copy()) or real_run(o, t)
+    try:
+        act = policy.bind(env)
+        obs, _ = env.reset(seed=0)
+        for _ in range(steps):
+            seen.append(obs.copy())
+            obs, *_ = env.step(act(obs))
+    finally:
+        env.close()
+    return np.concatenate(seen), np.concatenate(fed)
+
+
+@pytest.mark.parametrize("scale", ["0.050", "[" + ", ".join(["0.05"] * 29) + "]"])
+def test_a_joint_vel_scale_in_the_metadata_scales_exactly_that_block(fence, tmp_path, scale):
+    """mjlab writes a term's scale as a number or, per column, as a bracketed list."""
+    policy = OnnxPolicy(fence_with(tmp_path, observation_terms_scale=per_term(joint_vel=scale)))
+    seen, fed = fed_observations(policy)
+    vel = FENCE_LAYOUT["joint_vel"]
+    want = seen.copy()
+    want[:, vel] = seen[:, vel] * np.float32(0.05)
+    np.testing.assert_array_equal(fed, want)
+    assert np.abs(seen[:, vel]).max() > 0.1  # the scaled block is not all zeros
+    m = policy.mapping(eval_cfg(), "G1")
+    assert m.scaled and not m.clipped and "scaled: joint_vel" in m.describe()
+
+
+def test_a_clip_in_the_metadata_clips_before_the_scale(fence, tmp_path):
+    clip = per_term(joint_vel="[-0.5, 0.5]", joint_pos="-0.2;0.3").replace("1.000", "-inf;inf")
+    path = fence_with(
+        tmp_path,
+        observation_terms_clip=clip,
+        observation_terms_scale=per_term(joint_vel="0.050"),
+        observation_terms_history_length=per_term().replace("1.000", "0.000"),
+        observation_terms_flatten_history_dim=per_term(),
+    )
+    m = OnnxPolicy(path).mapping(eval_cfg(), "G1")
+    env_obs = np.random.default_rng(0).normal(scale=2.0, size=(4, 160)).astype(np.float32)
+    pos, vel = FENCE_LAYOUT["joint_pos"], FENCE_LAYOUT["joint_vel"]
+    want = env_obs.copy()
+    want[:, pos] = np.clip(env_obs[:, pos], np.float32(-0.2), np.float32(0.3))
+    want[:, vel] = np.clip(env_obs[:, vel], np.float32(-0.5), np.float32(0.5)) * np.float32(0.05)
+    np.testing.assert_array_equal(m.observation(env_obs), want)
+    assert want[:, vel].max() == np.float32(0.5) * np.float32(0.05)  # clipping happened
+    assert m.clipped and m.scaled
+
+
+@pytest.mark.parametrize(
+    ("added", "message"),
+    [
+        ({"observation_terms_history_length": per_term(joint_vel="5.000")},
+         "observation_terms_history_length asks for {'joint_vel': 5.0} frames"),
+        ({"observation_terms_scale": "1.0,0.05"},
+         "observation_terms_scale has 2 entries for 8 observation_names"),
+        ({"observation_terms_scale": per_term(joint_vel="[0.05, 0.05]")},
+         "observation_terms_scale gives 2 values for term 'joint_vel' of 29 columns"),
+        ({"observation_terms_clip": per_term(joint_vel="[1.0, -1.0]").replace("1.000", "-inf;inf")},
+         "observation_terms_clip must be [lo, hi] with lo <= hi, not for ['joint_vel']"),
+        ({"observation_term_clip": per_term()},
+         "metadata key 'observation_term_clip' ('1.000,1.000"),
+        ({"policy_input_names": "obs,history"}, "metadata key 'policy_input_names'"),
+        ({"action_delay_steps": "2"}, "metadata key 'action_delay_steps'"),
+    ],
+)  # fmt: skip
+def test_metadata_that_would_change_the_observation_unapplied_is_refused(fence, tmp_path, added,
+                                                                        message):  # fmt: skip
+    with pytest.raises(ValueError, match="fence_with.onnx") as err:
+        OnnxPolicy(fence_with(tmp_path, **added)).mapping(eval_cfg(), "G1")
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_an_800_input_policy_with_history_5_is_refused_naming_the_history_key(tmp_path):
+    meta = fence_meta(observation_terms_history_length=",".join(["5"] * 8))
+    path = tmp_path / "history.onnx"
+    onnx.save(tiny_onnx(meta, obs_dim=800), str(path))
+    with pytest.raises(ValueError, match="observation_terms_history_length asks for"):
+        OnnxPolicy(path)
+
+
+def test_informational_keys_pass_and_a_null_in_policy_meta_drops_a_key(fence, tmp_path):
+    path = fence_with(tmp_path, wandb_project="g1", policy_input_names="obs")
+    with pytest.raises(ValueError, match="policy_input_names"):
+        OnnxPolicy(path)
+    drop = tmp_path / "drop.yaml"
+    drop.write_text("policy_input_names: null\n")
+    m = OnnxPolicy(path, drop).mapping(eval_cfg(), "G1")
+    assert not m.processed and m.obs_dim == 160
+
+
+def test_our_export_states_identity_processing_in_mjlabs_format():
+    ours = deploy_metadata(TrackingEnvCfg())
+    n = len(ours["observation_names"].split(","))
+    assert ours["observation_terms_scale"] == ",".join(["1.0"] * n)
+    assert ours["observation_terms_history_length"] == ",".join(["1.0"] * n)
+    assert ours["observation_terms_flatten_history_dim"] == ",".join(["1.0"] * n)
+    assert ours["observation_terms_clip"] == ",".join(["[-inf, inf]"] * n)
+    meta = PolicyMeta.from_mapping(ours, "ours")
+    assert meta.observation_clip == ((-np.inf, np.inf),) * n
+    m = meta.mapping(eval_cfg())
+    assert not m.processed
+    obs = np.random.default_rng(0).normal(size=(2, 160)).astype(np.float32)
+    np.testing.assert_array_equal(m.observation(obs), obs)
+
+
+# ---------------------------------------------------------------------------------------------
 # export
 
 
 def test_exported_metadata_has_the_keys_and_values_of_the_mjlab_file(fence):
     ours = deploy_metadata(TrackingEnvCfg())
-    theirs = props(FENCE_ONNX)
-    assert tuple(ours) == METADATA_KEYS and set(METADATA_KEYS) <= set(theirs)
+    theirs = props(FENCE_ONNX)  # written before mjlab added the per-term keys
+    assert tuple(ours) == METADATA_KEYS
+    assert set(METADATA_KEYS) - set(theirs) == set(OBSERVATION_TERM_KEYS)
     for key in ("joint_names", "anchor_body_name", "body_names", "observation_names",
                 "command_names"):  # fmt: skip
         assert ours[key] == theirs[key], key

@@ -17,6 +17,7 @@ from pathlib import Path
 from gym_motion.deploy.metadata import (
     DEPLOY_OBS_NAMES,
     METADATA_KEYS,
+    OBSERVATION_TERM_KEYS,
     PolicyMapping,
     PolicyMeta,
     deploy_metadata,
@@ -35,6 +36,7 @@ __all__ = [
     "DEFAULT_POLICY_PATH",
     "DEPLOY_OBS_NAMES",
     "METADATA_KEYS",
+    "OBSERVATION_TERM_KEYS",
     "OnnxPolicy",
     "PolicyMapping",
     "PolicyMeta",

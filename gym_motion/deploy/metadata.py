@@ -13,7 +13,14 @@ conventions onto an env (`PolicyMeta.mapping`, a `PolicyMapping`):
   the last-action block carries the policy's own last output, and the policy's targets
   ``default_p + scale_p * a_p`` become the env's actions ``(target - default_e) / scale_e``;
 - observation terms: each name picks the env's term of that name (mjlab's names, as in
-  `DEPLOY_OBS_NAMES`, or gym_motion's term names), in the policy's order.
+  `DEPLOY_OBS_NAMES`, or gym_motion's term names), in the policy's order;
+- observation processing (`OBSERVATION_TERM_KEYS`, mjlab's newer exports): each term clipped,
+  then scaled (mjlab's order), as stated per term; a history of more than one frame is refused.
+
+Any other key whose name says it shapes the observation or the action (`_SHAPING_WORDS`:
+``obs``, ``action``, ``history``, ``scale``, ``clip``, ...) is refused in one line naming it
+rather than silently ignored; informational keys (``run_path``, ``command_names``, ...) and
+unrelated ones pass. A ``--policy-meta`` file may set a key to null to drop it.
 
 A number written with d >= 3 decimals (``"0.548"``) stands for the env's value when the
 env's value rounds to it (mjlab writes 3 decimals): such a joint keeps the env's exact value,
@@ -45,6 +52,7 @@ from gym_motion.managers import observation as obs
 __all__ = [
     "DEPLOY_OBS_NAMES",
     "METADATA_KEYS",
+    "OBSERVATION_TERM_KEYS",
     "PolicyMapping",
     "PolicyMeta",
     "deploy_metadata",
@@ -61,8 +69,22 @@ METADATA_KEYS = (
     "body_names",
     "observation_names",
     "command_names",
+    "observation_terms_scale",
+    "observation_terms_flatten_history_dim",
+    "observation_terms_history_length",
+    "observation_terms_clip",
 )
 """The metadata keys of a deployable tracking policy (mjlab's exporter writes the same)."""
+
+OBSERVATION_TERM_KEYS = METADATA_KEYS[-4:]
+"""Per observation term, in `observation_names` order, as mjlab's newer exporter writes them:
+scale (a number, or ``[v, ...]`` one per column), whether a history is flattened (0/1),
+history length in frames (0 or 1: the current frame only), clip (``[lo, hi]``; ``lo;hi``
+is read too)."""
+
+# Words in a key's name that say it shapes what the policy observes or does: such a key that
+# this module does not apply is refused, not ignored.
+_SHAPING_WORDS = ("obs", "action", "history", "scale", "clip", "normali", "delay", "input")
 
 REQUIRED_KEYS = ("joint_names", "default_joint_pos", "action_scale", "observation_names")
 """Keys without which a policy cannot be mapped onto an env."""
@@ -113,13 +135,15 @@ def deploy_metadata(cfg: TrackingEnvCfg) -> dict[str, str]:
     Every value comes from the config: the robot's joint order, gains (kp, kd), default pose,
     action scale, anchor and tracked bodies, and the policy observation group's terms (their
     deploy names, `DEPLOY_OBS_NAMES`). ``command_names`` is ``"motion"``, the task's one
-    command.
+    command. The per-term keys (`OBSERVATION_TERM_KEYS`) say the env's own processing: scale
+    1, history of 1 frame (flattened), no clip (``[-inf, inf]``, as mjlab writes it).
 
     Returns:
         key -> value, all strings (numbers by `format_numbers`).
     """
     robot = cfg.robot
     terms = cfg.observation_groups()["policy"]
+    n = len(terms)
     return {
         "joint_names": ",".join(robot.joint_names),
         "joint_stiffness": format_numbers(robot.kp),
@@ -130,6 +154,10 @@ def deploy_metadata(cfg: TrackingEnvCfg) -> dict[str, str]:
         "body_names": ",".join(robot.tracked_bodies),
         "observation_names": ",".join(DEPLOY_OBS_NAMES.get(t.func, k) for k, t in terms.items()),
         "command_names": "motion",
+        "observation_terms_scale": format_numbers([1.0] * n),
+        "observation_terms_flatten_history_dim": format_numbers([1.0] * n),
+        "observation_terms_history_length": format_numbers([1.0] * n),
+        "observation_terms_clip": ",".join(["[-inf, inf]"] * n),
     }
 
 
@@ -164,6 +192,111 @@ def _numbers(value: Any, key: str, source: str) -> tuple[np.ndarray, np.ndarray]
     return np.array(vals, np.float64), np.array(tols, np.float64)
 
 
+def _split_top_level(text: str) -> list[str]:
+    """Split at commas outside brackets: ``"1.0,[0.5, 2.0]"`` -> ``["1.0", "[0.5, 2.0]"]``."""
+    items, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += (ch == "[") - (ch == "]")
+        if ch == "," and depth == 0:
+            items.append(text[start:i])
+            start = i + 1
+    items.append(text[start:])
+    return [item.strip() for item in items]
+
+
+def _term_numbers(item: Any, key: str, source: str) -> tuple[float, ...]:
+    """One term's entry: a number, ``[a, b, ...]``, ``a;b``, or a list -> floats (inf allowed)."""
+    if isinstance(item, str):
+        text = item.strip()
+        if text.startswith("[") and text.endswith("]"):
+            parts = [t.strip() for t in text[1:-1].split(",")]
+        else:
+            parts = [t.strip() for t in text.split(";")]
+    elif isinstance(item, Sequence):
+        parts = list(item)
+    else:
+        parts = [item]
+    values = []
+    for part in parts:
+        try:
+            if isinstance(part, bool):
+                raise ValueError
+            value = float(part)
+        except (TypeError, ValueError):
+            raise ValueError(f"{source}: {key} has a non-number {item!r}") from None
+        if np.isnan(value):
+            raise ValueError(f"{source}: {key} has NaN in {item!r}")
+        values.append(value)
+    return tuple(values)
+
+
+def _per_term(
+    value: Any, key: str, source: str, names: tuple[str, ...]
+) -> tuple[tuple[float, ...], ...]:
+    """A per-term key's entries, one per observation term (see `OBSERVATION_TERM_KEYS`)."""
+    items = _split_top_level(value) if isinstance(value, str) else value
+    if not isinstance(items, Sequence) or isinstance(items, str):
+        raise ValueError(f"{source}: {key} must be a list with one entry per term, got {value!r}")
+    if len(items) != len(names):
+        raise ValueError(
+            f"{source}: {key} has {len(items)} entries for {len(names)} observation_names"
+        )
+    return tuple(_term_numbers(item, key, source) for item in items)
+
+
+def _observation_processing(
+    values: Mapping[str, Any], source: str, names: tuple[str, ...]
+) -> dict[str, Any]:
+    """`PolicyMeta`'s observation_scale and observation_clip from the per-term keys.
+
+    Raises:
+        ValueError: malformed entries, a clip that is not ``lo <= hi``, a history length other
+            than 0 or 1 (the key and terms named).
+    """
+    out: dict[str, Any] = {}
+    if "observation_terms_history_length" in values:
+        key = "observation_terms_history_length"
+        lengths = _per_term(values[key], key, source, names)
+        long = {n: h[0] for n, h in zip(names, lengths, strict=True) if h != (0.0,) and h != (1.0,)}
+        if long:
+            raise ValueError(
+                f"{source}: {key} asks for {long} frames; gym_motion feeds each term's current "
+                "frame only (0 or 1), observation history is not supported"
+            )
+    if "observation_terms_flatten_history_dim" in values:  # no history: nothing to flatten
+        key = "observation_terms_flatten_history_dim"
+        _per_term(values[key], key, source, names)
+    if "observation_terms_scale" in values:
+        key = "observation_terms_scale"
+        scales = _per_term(values[key], key, source, names)
+        if any(not np.isfinite(v) for s in scales for v in s):
+            raise ValueError(f"{source}: {key} must be finite, got {values[key]!r}")
+        out["observation_scale"] = tuple(np.array(s, np.float32) for s in scales)
+    if "observation_terms_clip" in values:
+        key = "observation_terms_clip"
+        clips = _per_term(values[key], key, source, names)
+        bad = [n for n, c in zip(names, clips, strict=True) if len(c) != 2 or c[0] > c[1]]
+        if bad:
+            raise ValueError(f"{source}: {key} must be [lo, hi] with lo <= hi, not for {bad}")
+        out["observation_clip"] = tuple((c[0], c[1]) for c in clips)
+    return out
+
+
+def _refuse_unapplied_keys(values: Mapping[str, Any], source: str) -> None:
+    """Refuse keys this module does not apply whose name says they shape the observation or
+    the action (`_SHAPING_WORDS`)."""
+    for key in values:
+        if key in METADATA_KEYS:
+            continue
+        if any(word in key.lower() for word in _SHAPING_WORDS):
+            text = " ".join(str(values[key]).split())
+            raise ValueError(
+                f"{source}: metadata key {key!r} ({text[:60]!r}) would change what the policy "
+                "observes or does and gym_motion does not apply it; set it to null in a "
+                "--policy-meta file if it does not matter"
+            )
+
+
 @dataclass(frozen=True, eq=False)
 class PolicyMeta:
     """The conventions of a tracking policy, as its deploy metadata states them.
@@ -180,6 +313,10 @@ class PolicyMeta:
         joint_stiffness, joint_damping: N m/rad and N m s/rad, or None when not stated.
         anchor_body_name: the body its anchor-frame terms use, or None.
         body_names, command_names: as stated (informational), or None.
+        observation_scale: per term, float32 (1,) or (D_term,), multiplying the term after
+            its clip; None when not stated (1).
+        observation_clip: per term (lo, hi), applied before the scale (+-inf: none); None
+            when not stated.
         source: where the metadata came from (for messages).
     """
 
@@ -196,18 +333,26 @@ class PolicyMeta:
     anchor_body_name: str | None = None
     body_names: tuple[str, ...] | None = None
     command_names: tuple[str, ...] | None = None
+    observation_scale: tuple[np.ndarray, ...] | None = None
+    observation_clip: tuple[tuple[float, float], ...] | None = None
     source: str = "policy metadata"
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any], source: str) -> PolicyMeta:
         """Parse metadata: each value a comma-separated string (as in ONNX ``metadata_props``)
-        or a list; keys outside `METADATA_KEYS` are ignored (e.g. mjlab's ``run_path``).
+        or a list; a key whose value is None is dropped. Keys outside `METADATA_KEYS` are
+        ignored (e.g. mjlab's ``run_path``) unless their name says they shape the observation
+        or the action (`_SHAPING_WORDS`): those are refused.
 
         Raises:
             ValueError: a required key (`REQUIRED_KEYS`) missing, a non-number, an array whose
-                length is not the joint count, or a non-positive action scale (the message
-                names `source` and the key).
+                length is not the joint count, a non-positive action scale, per-term keys
+                (`OBSERVATION_TERM_KEYS`) without one entry per term, an observation history,
+                or a key that would shape the observation or action and is not applied (the
+                message names `source` and the key).
         """
+        values = {k: v for k, v in values.items() if v is not None}
+        _refuse_unapplied_keys(values, source)
         missing = [k for k in REQUIRED_KEYS if k not in values]
         if missing:
             raise ValueError(
@@ -235,13 +380,15 @@ class PolicyMeta:
             k: _names(values[k], k, source) for k in ("body_names", "command_names") if k in values
         }
         anchor = values.get("anchor_body_name")
+        terms = _names(values["observation_names"], "observation_names", source)
         return cls(
             joint_names=joints,
-            observation_names=_names(values["observation_names"], "observation_names", source),
+            observation_names=terms,
             anchor_body_name=None if anchor is None else str(anchor).strip(),
             source=source,
             **arrays,
             **optional_names,
+            **_observation_processing(values, source, terms),
         )
 
     @classmethod
@@ -340,6 +487,9 @@ class PolicyMapping:
         obs_dim: D, the policy's observation size; env_obs_dim: the env's.
         permuted, rebased: whether the joint order / default pose or action scale differ.
         blocks: (policy term name, env term key, env column slice, policy column slice).
+        obs_clip: float32 (2, D), each column's (lo, hi) bounds; obs_scale: float32 (D,), each
+            column's scale (from `PolicyMeta.observation_clip` / ``observation_scale``).
+        scaled, clipped, processed: whether any column is scaled / clipped / either.
     """
 
     def __init__(self, meta: PolicyMeta, cfg: TrackingEnvCfg, env_name: str = "the env"):
@@ -421,11 +571,34 @@ class PolicyMapping:
             self._layouts.append(_JOINT_LAYOUT.get(env_terms[key].func, "plain"))
             pos += dim
         self.obs_dim = pos
+        self._set_processing(meta)
         self._identity_obs = (
             not self.permuted
             and not self.rebased
+            and not self.processed
             and [b[1] for b in self.blocks] == list(env_terms)
         )
+
+    def _set_processing(self, meta: PolicyMeta) -> None:
+        """Per-column clip bounds and scale (float32 (obs_dim,)) from the per-term metadata."""
+        src = meta.source
+        self.obs_scale = np.ones(self.obs_dim, np.float32)
+        self.obs_clip = np.full((2, self.obs_dim), [[-np.inf], [np.inf]], np.float32)
+        for k, (name, _, _, ps) in enumerate(self.blocks):
+            if meta.observation_scale is not None:
+                scale = meta.observation_scale[k]
+                width = ps.stop - ps.start
+                if scale.size not in (1, width):
+                    raise ValueError(
+                        f"{src}: observation_terms_scale gives {scale.size} values for term "
+                        f"{name!r} of {width} columns"
+                    )
+                self.obs_scale[ps] = scale
+            if meta.observation_clip is not None:
+                self.obs_clip[:, ps] = np.array(meta.observation_clip[k], np.float32)[:, None]
+        self.scaled = bool((self.obs_scale != 1.0).any())
+        self.clipped = bool(np.isfinite(self.obs_clip).any())
+        self.processed = self.scaled or self.clipped
 
     def describe(self) -> str:
         """One line: what the mapping does."""
@@ -433,6 +606,11 @@ class PolicyMapping:
         for key, names in self.differs.items():
             parts.append(f"{key} differs for {len(names)} joints" if names else f"{key} as env's")
         parts.append(f"observation {self.obs_dim} of the env's {self.env_obs_dim} values")
+        clipped = np.isfinite(self.obs_clip).any(axis=0)
+        for what, cols in (("clipped", clipped), ("scaled", self.obs_scale != 1.0)):
+            terms = [name for name, _, _, ps in self.blocks if cols[ps].any()]
+            if terms:
+                parts.append(f"{what}: {','.join(terms)}")
         return "; ".join(parts)
 
     def observation(self, env_obs: np.ndarray) -> np.ndarray:
@@ -444,7 +622,8 @@ class PolicyMapping:
         Returns:
             (N, obs_dim) float32: the policy's terms in its order; per-joint blocks in its
             joint order; joint positions relative to its default pose; the last-action block
-            as the policy's own last output (0 after a reset, when the env's is all 0).
+            as the policy's own last output (0 after a reset, when the env's is all 0); then
+            each column clipped to `obs_clip` and multiplied by `obs_scale` (mjlab's order).
 
         Raises:
             ValueError: `env_obs` of the wrong shape.
@@ -457,6 +636,15 @@ class PolicyMapping:
             )
         if self._identity_obs:
             return env_obs
+        out = self._terms(env_obs)
+        if self.clipped:
+            np.clip(out, self.obs_clip[0], self.obs_clip[1], out=out)
+        if self.scaled:
+            out *= self.obs_scale
+        return out
+
+    def _terms(self, env_obs: np.ndarray) -> np.ndarray:
+        """The policy's terms before clip and scale (a new array)."""
         out = np.empty((env_obs.shape[0], self.obs_dim), np.float32)
         j = len(self.perm)
         for (_, _, es, ps), layout in zip(self.blocks, self._layouts, strict=True):

@@ -48,7 +48,7 @@ class OnnxPolicy:
     Args:
         path: the ONNX file.
         meta: a YAML/JSON metadata file (`PolicyMeta.from_file`) for a policy without
-            metadata, or to override some of its keys.
+            metadata, or to override some of its keys (a null value drops the key).
 
     Attributes:
         path, meta (`PolicyMeta`), session (``onnxruntime.InferenceSession``), obs_input,
