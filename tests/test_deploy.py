@@ -711,3 +711,39 @@ def test_the_shipped_tracker_finishes_the_default_motion(tmp_path, capsys):
     assert clip["mpkpe_mm"] <= 80.0
     with pytest.raises(SystemExit, match="--policy tracker runs the shipped ONNX policy"):
         main(["eval", "--policy", "tracker", "--onnx", str(DEFAULT_POLICY_PATH)])
+
+
+# ---------------------------------------------------------------------------------------------
+# onnxruntime threads
+
+
+def test_the_session_runs_one_thread_for_small_batches_and_the_users_count_when_given(fence):
+    from gym_motion.backends.threads import available_cpus
+    from gym_motion.deploy import DEFAULT_POLICY_PATH
+    from gym_motion.deploy.onnx_policy import ROWS_PER_ORT_THREAD, session_threads
+
+    def intra(policy: OnnxPolicy) -> int:
+        return policy.session.get_session_options().intra_op_num_threads
+
+    cpus = len(available_cpus())
+    assert [session_threads(n, 8) for n in (1, ROWS_PER_ORT_THREAD, 2 * ROWS_PER_ORT_THREAD,
+                                            100 * ROWS_PER_ORT_THREAD)] == [1, 1, 2, 8]  # fmt: skip
+    policy = OnnxPolicy(FENCE_ONNX)
+    assert intra(policy) == 1 and policy.session.get_session_options().inter_op_num_threads == 1
+    env = TrackingVecEnv(1, motion=FENCE_NPZ, cfg=eval_cfg(), motion_playback="frame_per_step")
+    try:
+        policy.bind(env)
+        assert intra(policy) == policy.threads == 1
+    finally:
+        env.close()
+    # B_Fence1's graph takes one row at a time: a large batch still runs on one thread
+    assert policy.size_for(100 * ROWS_PER_ORT_THREAD) == 1
+    tracker = OnnxPolicy(DEFAULT_POLICY_PATH)  # batch not fixed: the session grows with the rows
+    assert tracker.size_for(100 * ROWS_PER_ORT_THREAD) == min(cpus, 100) == intra(tracker)
+    assert tracker.size_for(3) == 1 == intra(tracker)
+    fixed = OnnxPolicy(FENCE_ONNX, intra_op_threads=2)
+    assert intra(fixed) == 2 and fixed.size_for(1) == 2
+    options = fixed.session.get_session_options()
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    with pytest.raises(ValueError, match="intra_op_threads must be >= 1"):
+        OnnxPolicy(FENCE_ONNX, intra_op_threads=0)

@@ -18,6 +18,15 @@ float32; optionally ``time_step`` (B, 1) float32, fed the env's current motion f
 exporter bakes the clip into the policy and looks its reference up by it); the actions are
 the output named ``actions`` (else the only float (B, J) output), (B, J). A graph with a fixed
 batch of 1 runs once per env.
+
+Threads: onnxruntime's default session runs a pool of one intra-op thread per core, whose
+workers spin after each run; for the one-row policy of an evaluation that doubled the CPU time
+of the whole env step for no gain (B_Fence1 on 2 cores: 0.67-0.89 ms CPU per step against
+0.35-0.39 ms on one thread; docs/measurements.md, `benchmarks/onnx_threads.py`). The session
+is therefore sized to the batch (`session_threads`: one thread, i.e. the calling thread alone,
+below `ROWS_PER_ORT_THREAD` rows per extra thread; never more than the process's CPUs; pool
+workers do not spin) when the policy is bound to an env, unless the user fixes
+``intra_op_threads``.
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gym_motion.backends.threads import available_cpus
 from gym_motion.deploy.metadata import PolicyMapping, PolicyMeta, read_meta_file
 
 if TYPE_CHECKING:
@@ -35,11 +45,24 @@ if TYPE_CHECKING:
     from gym_motion.envs.tracking import TrackingVecEnv
     from gym_motion.policy import Obs, Policy
 
-__all__ = ["OBS_INPUT", "TIME_STEP_INPUT", "OnnxPolicy"]
+__all__ = ["OBS_INPUT", "ROWS_PER_ORT_THREAD", "TIME_STEP_INPUT", "OnnxPolicy", "session_threads"]
 
 OBS_INPUT = "obs"
 TIME_STEP_INPUT = "time_step"
 ACTIONS_OUTPUT = "actions"
+
+# Rows each intra-op thread must get before the session grows a thread: in a batch a row of a
+# tracking MLP costs ~5 us of one thread (the shipped tracker: 1.2-1.5 ms CPU for 256 rows), so
+# 256 rows give each thread ~1.3 ms a run, well above a sleeping pool's wake-up (~0.1 ms). On
+# the loaded 2-core machine a second thread gained nothing even at 4096 rows (measurements.md).
+ROWS_PER_ORT_THREAD = 256
+
+
+def session_threads(num_rows: int, cpus: int | None = None) -> int:
+    """Intra-op threads for runs of `num_rows` rows: ``clamp(num_rows // ROWS_PER_ORT_THREAD,
+    1, cpus)``, `cpus` defaulting to the process's CPUs (`available_cpus`)."""
+    cpus = len(available_cpus()) if cpus is None else int(cpus)
+    return max(1, min(cpus, int(num_rows) // ROWS_PER_ORT_THREAD))
 
 
 class OnnxPolicy:
@@ -49,33 +72,38 @@ class OnnxPolicy:
         path: the ONNX file.
         meta: a YAML/JSON metadata file (`PolicyMeta.from_file`) for a policy without
             metadata, or to override some of its keys (a null value drops the key).
+        intra_op_threads: onnxruntime's intra-op threads, the calling thread included (1: no
+            pool); None sizes them to the batch (`session_threads`): 1 until `bind` or
+            `size_for` sees a larger batch.
 
     Attributes:
         path, meta (`PolicyMeta`), session (``onnxruntime.InferenceSession``), obs_input,
-        obs_dim (int, or None when symbolic), takes_time_step (bool), actions_output.
+        obs_dim (int, or None when symbolic), takes_time_step (bool), actions_output,
+        intra_op_threads (the user's choice or None), threads (the session's intra-op threads).
 
     Raises:
         FileNotFoundError: no ONNX or metadata file.
         ValueError: an unreadable model, inputs it cannot be fed (other than the observation and
-            ``time_step``, or not float32), no single actions output, or metadata that is
-            missing or malformed (one line naming the file and key).
+            ``time_step``, or not float32), no single actions output, metadata that is
+            missing or malformed (one line naming the file and key), or intra_op_threads < 1.
     """
 
     policy_name = "onnx"  # what `gym_motion.evaluate` results call it
 
-    def __init__(self, path: str | os.PathLike, meta: str | os.PathLike | None = None):
-        import onnxruntime as ort  # the [onnx] extra
-
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        meta: str | os.PathLike | None = None,
+        intra_op_threads: int | None = None,
+    ):
         self.path = Path(path)
         if not self.path.is_file():
             raise FileNotFoundError(f"ONNX policy not found: {self.path}")
-        try:
-            self.session = ort.InferenceSession(
-                str(self.path), providers=["CPUExecutionProvider"]
-            )
-        except Exception as exc:  # onnxruntime raises its own exception types
-            msg = " ".join(str(exc).split())[:300]
-            raise ValueError(f"{self.path}: onnxruntime cannot load it ({msg})") from None
+        if intra_op_threads is not None and int(intra_op_threads) < 1:
+            raise ValueError(f"intra_op_threads must be >= 1 or None, got {intra_op_threads}")
+        self.intra_op_threads = None if intra_op_threads is None else int(intra_op_threads)
+        self.threads = 0
+        self._open_session(self.intra_op_threads or 1)
         props = dict(self.session.get_modelmeta().custom_metadata_map)
         source = str(self.path)
         if meta is not None:
@@ -113,6 +141,35 @@ class OnnxPolicy:
         self.obs_dim = shape[1] if isinstance(shape[1], int) else None
         self._batch_one = shape[0] == 1
         self.actions_output = self._actions_output(len(self.meta.joint_names))
+
+    def _open_session(self, threads: int) -> None:
+        """(Re)create the onnxruntime session with `threads` intra-op threads."""
+        import onnxruntime as ort  # the [onnx] extra
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1  # the graph runs sequentially: no second pool
+        if threads > 1:  # idle workers sleep, leaving the CPUs to physics between runs
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        try:
+            self.session = ort.InferenceSession(
+                str(self.path), options, providers=["CPUExecutionProvider"]
+            )
+        except Exception as exc:  # onnxruntime raises its own exception types
+            msg = " ".join(str(exc).split())[:300]
+            raise ValueError(f"{self.path}: onnxruntime cannot load it ({msg})") from None
+        self.threads = threads
+
+    def size_for(self, num_rows: int) -> int:
+        """Size the session's intra-op threads for runs of `num_rows` rows (one row at a time
+        for a graph of batch 1): the user's `intra_op_threads`, else `session_threads`; the
+        session is rebuilt only when that changes. Returns the threads now used."""
+        if self.intra_op_threads is not None:
+            return self.threads
+        want = session_threads(1 if self._batch_one else num_rows)
+        if want != self.threads:
+            self._open_session(want)
+        return self.threads
 
     def _actions_output(self, num_joints: int) -> str:
         """The output holding the (B, J) actions: the one named ``"actions"``, else the only
@@ -200,6 +257,7 @@ class OnnxPolicy:
         Observations are mapped into the policy's layout, ``time_step`` is the env's current
         motion frame (``env.command.frames``, (N, 1) float32), and the outputs are mapped back
         onto the env's joints (`PolicyMapping`, also the callable's ``mapping`` attribute).
+        The session's threads are sized to the env's batch (`size_for`).
 
         Raises:
             ValueError: the policy cannot be mapped onto `env` (see `mapping`).
@@ -209,6 +267,7 @@ class OnnxPolicy:
             f"{'with' if env.cfg.state_estimation else 'without'} state estimation)"
         )
         m = self.mapping(env.cfg, name)
+        self.size_for(env.num_envs)
         command = env.command
 
         def act(obs: Obs) -> np.ndarray:
