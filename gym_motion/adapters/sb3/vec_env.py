@@ -32,6 +32,7 @@ from stable_baselines3.common.vec_env import VecEnv
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvObs, VecEnvStepReturn
 
 from gym_motion.envs.single import ACTION_BOUND
+from gym_motion.envs.tracking import TrackingVecEnv
 
 __all__ = ["SB3VecEnv"]
 
@@ -65,7 +66,10 @@ class SB3VecEnv(VecEnv):
     `set_attr` sets it for all envs (and refuses a strict subset of indices), `seed` stores
     ``seed + i`` per index like SB3 but the env is re-seeded, at the next `reset`, with the
     first one (one seed drives all its random streams), and `set_options` passes the first
-    env's options to the next `reset`.
+    env's options to the next `reset`. Through gymnasium vector wrappers (which forward only
+    their spaces and a few properties), `get_attr`, `set_attr` and `env_method` act on the
+    first env of the chain that has the name, so ``set_attr("reset_noise_scale", 0.0)``
+    reaches the `TrackingVecEnv` beneath, not a copy on the wrapper.
     """
 
     def __init__(self, vec_env: gym.vector.VectorEnv, action_bound: float = ACTION_BOUND):
@@ -142,18 +146,47 @@ class SB3VecEnv(VecEnv):
         self.venv.close()
 
     # ------------------------------------------------------------------ SB3 surface
+    def _owner(self, name: str) -> Any:
+        """The first env along the wrapper chain (`venv`, its ``env``, ..., the unwrapped env)
+        that has attribute `name`: a gymnasium vector wrapper forwards only its spaces and a
+        few properties, so a wrapped env's own attributes are found beneath it.
+
+        Raises:
+            AttributeError: no env of the chain has `name` (the chain named).
+        """
+        chain, env = [], self.venv
+        while True:
+            chain.append(type(env).__name__)
+            if hasattr(env, name):
+                return env
+            if not isinstance(env, gym.vector.VectorWrapper):
+                raise AttributeError(f"no env of {' > '.join(chain)} has an attribute {name!r}")
+            env = env.env
+
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
-        value = getattr(self.venv, attr_name)
+        """The attribute of the first env of the wrapper chain that has it (`_owner`), once per
+        index."""
+        value = getattr(self._owner(attr_name), attr_name)
         return [value for _ in self._get_indices(indices)]
 
     def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
+        """Set the attribute on the first env of the wrapper chain that has it (`_owner`;
+        a `TrackingVecEnv` through its own ``set_attr``, which checks the value), for all
+        envs (a strict subset of indices is refused)."""
         self._require_all(indices, "set_attr")
-        setattr(self.venv, attr_name, value)
+        owner = self._owner(attr_name)
+        if isinstance(owner, TrackingVecEnv):
+            owner.set_attr(attr_name, value)
+        else:
+            setattr(owner, attr_name, value)
 
     def env_method(
         self, method_name: str, *method_args, indices: VecEnvIndices = None, **method_kwargs
     ) -> list[Any]:
-        result = getattr(self.venv, method_name)(*method_args, **method_kwargs)
+        """Call the method of the first env of the wrapper chain that has it (`_owner`) once;
+        its result once per index."""
+        method = getattr(self._owner(method_name), method_name)
+        result = method(*method_args, **method_kwargs)
         return [result for _ in self._get_indices(indices)]
 
     def env_is_wrapped(
@@ -176,4 +209,7 @@ class SB3VecEnv(VecEnv):
     @property
     def sampling_stats(self) -> dict[str, float]:
         """The env's adaptive-sampling statistics (entropy, top-1 probability), if it has any."""
-        return getattr(self.venv, "sampling_stats", {})
+        try:
+            return self._owner("sampling_stats").sampling_stats
+        except AttributeError:
+            return {}

@@ -145,6 +145,30 @@ def test_vecenv_methods():
     adapter.close()
 
 
+def test_attributes_and_methods_reach_the_env_under_gymnasium_vector_wrappers():
+    """Gymnasium #357 / SB3 #1573: ``setattr`` on a wrapper sets the wrapper's own copy."""
+    from gymnasium.wrappers.vector import RecordEpisodeStatistics
+
+    env = make(2, cfg=quiet_cfg())
+    inner = RecordEpisodeStatistics(env)
+    adapter = SB3VecEnv(RecordEpisodeStatistics(inner))
+    assert env.reset_noise_scale == 1.0
+    adapter.set_attr("reset_noise_scale", 0.0)
+    assert env.reset_noise_scale == 0.0 and "reset_noise_scale" not in vars(inner)
+    assert adapter.get_attr("reset_noise_scale") == [0.0, 0.0]
+    adapter.env_method("set_attr", "reset_noise_scale", 0.25)  # TrackingVecEnv's own method
+    assert env.reset_noise_scale == 0.25
+    assert adapter.env_method("get_attr", "max_episode_steps", indices=[0]) == [(500, 500)]
+    # a wrapper's own attribute stays the wrapper's
+    adapter.set_attr("episode_count", 3)
+    assert adapter.venv.episode_count == 3 and inner.episode_count == 0
+    with pytest.raises(AttributeError, match="Statistics > .*TrackingVecEnv .*'nosuch'"):
+        adapter.set_attr("nosuch", 1)
+    with pytest.raises(AttributeError, match="'nosuch'"):
+        adapter.env_method("nosuch")
+    adapter.close()
+
+
 def test_vecnormalize_and_vecmonitor():
     n, horizon = 4, 6
     adapter = SB3VecEnv(make(n, cfg=quiet_cfg(threshold=10.0), max_episode_steps=horizon))
