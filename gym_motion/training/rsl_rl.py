@@ -120,7 +120,15 @@ class RslRlLearner:
 
     def load(self, path: Path, env_steps: int) -> None:
         """Continue from the checkpoint in `path` (model.pt: actor and critic with their
-        normalisers, optimiser, learning rate, iteration) taken at `env_steps`."""
+        normalisers, optimiser, learning rate, iteration) taken at `env_steps`.
+
+        Raises:
+            ValueError: model.pt holds more than tensors and plain containers (it is read
+                with ``weights_only=True`` first: rsl_rl's own loader unpickles in full).
+        """
+        from gym_motion.adapters.rsl_rl.policy import load_checkpoint
+
+        load_checkpoint(path / "model.pt", "cpu")  # refuses a file that could run code
         self.runner.load(str(path / "model.pt"), map_location=self.config.device)
         self._steps0 = int(env_steps)
         self._iteration = self.runner.current_learning_iteration

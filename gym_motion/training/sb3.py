@@ -265,7 +265,8 @@ class SB3Learner:
     def load(self, path: Path, env_steps: int) -> None:
         """Continue from the checkpoint in `path`: the model (weights, optimiser, step count,
         the `KLAdaptiveLR` at its current rate) and the observation statistics; the logger's
-        earlier progress.csv rows are kept (`close` writes them back before the new ones)."""
+        earlier progress.csv rows are kept (`close` writes them back before the new ones).
+        Both files are unpickled (SB3's format): resume only runs you trust."""
         import pickle
 
         from stable_baselines3 import PPO, SAC

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,29 @@ from tensordict import TensorDict
 
 from gym_motion.policy import Obs, Policy
 
-__all__ = ["actor_policy", "load_actor", "load_run_policy"]
+__all__ = ["actor_policy", "load_actor", "load_checkpoint", "load_run_policy"]
+
+
+def load_checkpoint(path: str | os.PathLike, device: str | torch.device = "cpu") -> dict:
+    """An rsl_rl checkpoint (``model.pt``: state dicts, the iteration, plain ``infos``) read
+    with ``torch.load(weights_only=True)``: tensors and plain containers only, so a file from
+    elsewhere cannot run code while it is read (a full unpickle can).
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: the file holds other objects (the file and torch's reason named).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"rsl_rl checkpoint not found: {path}")
+    try:
+        return torch.load(path, map_location=device, weights_only=True)
+    except pickle.UnpicklingError as exc:
+        reason = " ".join(str(exc).split())[:300]
+        raise ValueError(
+            f"{path}: not only tensors and plain containers, so it is not unpickled "
+            f"(torch.load weights_only=True: {reason})"
+        ) from None
 
 
 def actor_policy(actor: torch.nn.Module, device: str | torch.device = "cpu") -> Policy:
@@ -51,11 +74,14 @@ def load_actor(run_dir: str | os.PathLike, device: str = "cpu") -> tuple[torch.n
     config.json.
 
     The actor is rebuilt from the run's ``rsl_rl`` runner config and ``obs_dims`` (config.json)
-    and its weights and normaliser statistics loaded from ``model.pt``.
+    and its weights and normaliser statistics loaded from ``model.pt`` (`load_checkpoint`:
+    tensors and plain containers only). config.json names the actor's class, which is
+    imported: load run folders you trust.
 
     Raises:
         FileNotFoundError: no model.pt or config.json in the folder.
-        ValueError: config.json lacks the ``rsl_rl`` or ``obs_dims`` entries (not an rsl_rl run).
+        ValueError: config.json lacks the ``rsl_rl`` or ``obs_dims`` entries (not an rsl_rl
+            run), or model.pt holds more than tensors and plain containers.
     """
     from rsl_rl.utils import resolve_class
 
@@ -72,7 +98,7 @@ def load_actor(run_dir: str | os.PathLike, device: str = "cpu") -> tuple[torch.n
     )
     actor_class, actor_cfg = resolve_class(cfg["actor"])
     actor = actor_class(obs, cfg["obs_groups"], "actor", int(config["num_actions"]), **actor_cfg)
-    state = torch.load(run / "model.pt", map_location=device, weights_only=False)
+    state = load_checkpoint(run / "model.pt", device)
     actor.load_state_dict(state["actor_state_dict"])
     actor.to(device).eval()
     return actor, config

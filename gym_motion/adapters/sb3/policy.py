@@ -50,6 +50,10 @@ def load_run(
     absent from a folder that is not a `gym-motion train` run, i.e. whose config.json is
     missing or has no "train") and config.json (``{}`` when absent).
 
+    Trusted input only: SB3's ``load`` and ``vecnormalize.pkl`` unpickle Python objects, which
+    can run code while they are read (unlike rsl_rl's ``model.pt``, read ``weights_only``); load
+    run folders you made or trust, as with their config.json.
+
     Raises:
         FileNotFoundError: the folder has no model.zip, or a `gym-motion train` run folder
             (config.json with "train") has no vecnormalize.pkl.

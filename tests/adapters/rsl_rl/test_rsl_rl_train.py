@@ -111,6 +111,38 @@ def test_eval_loads_the_run_and_repeats_the_after_training_result(tiny_run, caps
     assert clip["max_episode_steps"] == 25
 
 
+class _RunsCodeWhenUnpickled:
+    """Unpickling it calls ``Path.touch(marker)``: what a doctored checkpoint could do."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        from pathlib import Path
+
+        return (Path.touch, (Path(self.marker),))
+
+
+def test_model_pt_loads_as_weights_only_and_a_doctored_one_is_refused(tiny_run, tmp_path):
+    import torch
+
+    from gym_motion.adapters.rsl_rl.policy import load_actor, load_checkpoint
+
+    state = torch.load(tiny_run / "model.pt", weights_only=True)  # the file needs no more
+    assert {"actor_state_dict", "iter"} <= set(state)
+    assert set(load_checkpoint(tiny_run / "model.pt")) == set(state)
+    doctored = tmp_path / "doctored"
+    shutil.copytree(tiny_run, doctored)
+    marker = tmp_path / "code_ran"
+    torch.save({**state, "infos": _RunsCodeWhenUnpickled(marker)}, doctored / "model.pt")
+    with pytest.raises(ValueError, match=r"doctored/model.pt: not only tensors and plain") as err:
+        load_actor(doctored)
+    assert "\n" not in str(err.value)
+    assert not marker.exists()
+    actor, _ = load_actor(tiny_run)  # the run's own file still loads
+    assert not actor.training
+
+
 def test_export_then_eval_onnx_gives_the_actors_actions_and_episode(
     tiny_run, capsys, tmp_path, same_eval_of_run_and_onnx
 ):
