@@ -74,3 +74,14 @@ def test_layout_refuses_a_missing_joint_or_a_root_without_free_joint(reordered):
         JointLayout.of(reordered, ("elbow",), G1.root_body)
     with pytest.raises(ValueError, match="'torso_link' has no free joint"):
         JointLayout.of(reordered, G1.joint_names, "torso_link")
+
+
+def test_backends_bind_the_same_columns_as_the_layout(reordered):
+    from gym_motion.backends.binding import bind_ids
+
+    layout = G1.layout(reordered)
+    bound = bind_ids(reordered, np.array([1]), layout.joint_ids)
+    assert_array_equal(bound.qpos_adr, layout.qpos_adr)
+    assert_array_equal(bound.dof_adr, layout.dof_adr)
+    assert_array_equal(bound.actuator_ids, layout.actuator_ids)
+    assert (bound.free_qpos_adr, bound.free_dof_adr) == (layout.root_qpos_adr, layout.root_dof_adr)
