@@ -138,7 +138,8 @@ def state_qpos(body_state: BodyState, root: int, env_ids: np.ndarray) -> np.ndar
 
     Returns:
         (M, 7 + J) float64: root position (m, world frame), root quaternion (wxyz), joint
-        angles (rad, robot joint order); MuJoCo's qpos layout of the robot.
+        angles (rad, robot joint order); the renderer places each value in its scene's qpos
+        column by name, whatever the MJCF's tree order.
     """
     ids = np.asarray(env_ids, np.int64)
     return np.concatenate(

@@ -54,3 +54,22 @@ def same_eval_of_run_and_onnx(tmp_path):
             assert a[key] == pytest.approx(b[key], rel=1e-4, abs=1e-6), key
 
     return check
+
+
+@pytest.fixture(scope="session")
+def reordered_g1_xml(tmp_path_factory):
+    """The package's G1 MJCF with only its body order changed: the left arm's subtree moved
+    after the right arm's (same names, same geometry), so the model's qpos, qvel, body and
+    actuator columns of the arms follow another order than the robot's joint order."""
+    import xml.etree.ElementTree as ET
+
+    from gym_motion.robots.g1 import G1
+
+    tree = ET.parse(G1.mjcf_path)
+    torso = next(b for b in tree.iter("body") if b.get("name") == "torso_link")
+    left = next(b for b in torso.findall("body") if b.get("name") == "left_shoulder_pitch_link")
+    torso.remove(left)
+    torso.append(left)  # after right_shoulder_pitch_link
+    path = tmp_path_factory.mktemp("mjcf") / "g1_left_arm_last.xml"
+    tree.write(path)
+    return path

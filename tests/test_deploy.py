@@ -218,6 +218,30 @@ def test_policy_in_isaac_lab_joint_order_with_its_own_pose_and_scale_acts_the_sa
     assert not terminated
 
 
+def test_shared_policy_acts_the_same_on_a_model_in_another_tree_order(fence, reordered_g1_xml):
+    """The mjlab policy's joint order is the robot's; the model's columns are another's."""
+    runs = []
+    for model_path in (None, reordered_g1_xml):
+        env = TrackingVecEnv(
+            1, motion=FENCE_NPZ, cfg=eval_cfg(), model_path=model_path,
+            motion_playback="frame_per_step", autoreset_mode="disabled",
+        )  # fmt: skip
+        try:
+            act = OnnxPolicy(FENCE_ONNX).bind(env)
+            obs, _ = env.reset(seed=0)
+            actions, ended = [], False
+            for _ in range(200):
+                actions.append(act(obs))
+                obs, _, te, tr, _ = env.step(actions[-1])
+                ended |= bool(te[0] or tr[0])
+            runs.append((np.concatenate(actions), env.command.errors.copy()))
+        finally:
+            env.close()
+        assert not ended
+    np.testing.assert_allclose(runs[1][0], runs[0][0], rtol=0, atol=1e-4)
+    np.testing.assert_allclose(runs[1][1], runs[0][1], rtol=0, atol=1e-5)
+
+
 # ---------------------------------------------------------------------------------------------
 # what cannot be mapped
 

@@ -66,9 +66,13 @@ class SimBackend(Protocol):
     exactly one joint-transmission actuator (J == model.nu). Bad ids raise ValueError naming them.
     Every env starts at the keyframe named ``"default"`` when the model has one, else at qpos0.
 
-    Generalised coordinates follow MuJoCo. For a floating-base robot:
-    ``qpos = [root pos (3), root quat wxyz (4), joints]`` (nq = 7 + J) and
-    ``qvel = [root lin vel world (3), root ang vel body frame (3), joints]`` (nv = 6 + J).
+    Generalised coordinates follow MuJoCo: ``write_state`` takes the model's own qpos (nq) and
+    qvel (nv) columns, in its kinematic tree's order, which need not be the order of
+    ``joint_ids`` (`gym_motion.robots.layout.JointLayout` maps the robot's order onto them). A
+    free joint holds ``[root pos (3), root quat wxyz (4)]`` in qpos and ``[root lin vel world
+    (3), root ang vel body frame (3)]`` in qvel. Joint state and targets are gathered and
+    scattered through ``joint_ids`` (``jnt_qposadr``, ``jnt_dofadr``, the driving actuator),
+    never by position.
 
     Attributes:
         num_envs: N.

@@ -27,6 +27,7 @@ class ComponentsMixin:
 
     Attributes:
         library: the `MotionLibrary` at the control rate. model: the compiled ``MjModel``.
+        layout: the robot's `JointLayout` in `model` (robot order <-> the model's columns).
         backend: the `SimBackend` of N envs. state: the `MDPState`. actions, command, rewards,
         terminations, events, observations: the managers.
     """
@@ -43,12 +44,13 @@ class ComponentsMixin:
         self.library = MotionLibrary.load(motion, robot, 1.0 / self.dt, motion_playback)
         self.model = robot.build_model(floor=True)
         self.model.opt.timestep = cfg.sim.physics_dt
+        self.layout = robot.layout(self.model)
         self.backend = make_backend(
             cfg.backend.name,
             self.model,
             n,
             body_ids(self.model, robot.tracked_bodies),
-            robot.joint_ids(self.model),
+            self.layout.joint_ids,
             decimation=cfg.sim.decimation,
             self_contact_threshold=cfg.sim.self_contact_threshold,
             **cfg.backend.kwargs(),
@@ -60,8 +62,9 @@ class ComponentsMixin:
         self.state = s = MDPState.for_robot(robot, self.model, n)
         self.actions = ActionManager(s, robot.action_scale, cfg.action_offset, serial=serial)
         self.command = CommandManager(
-            self.library, s, robot.root_body, cfg.sampling, cfg.reset, self.dt, serial=serial
-        )
+            self.library, s, robot.root_body, cfg.sampling, cfg.reset, self.dt,
+            layout=self.layout, serial=serial,
+        )  # fmt: skip
         self.rewards = RewardManager(cfg.rewards, s, self.dt, serial=serial)
         self.terminations = TerminationManager(cfg.terminations, s, serial=serial)
         ctx = EventContext.for_robot(s, self.backend, robot, self.model)

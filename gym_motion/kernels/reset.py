@@ -25,11 +25,19 @@ def rsi_state(
     vel_range,
     joint_pos_range,
     soft_limits,
+    root_qadr,
+    root_dadr,
+    joint_qadr,
+    joint_dadr,
     qpos,
     qvel,
 ):
-    """Robot state near the reference: MuJoCo qpos (M, 7+J) and qvel (M, 6+J) of M reset rows,
+    """Robot state near the reference: MuJoCo qpos (M, nq) and qvel (M, nv) of M reset rows,
     row m near reference frame ``frames[m]`` of the motion library's arrays.
+
+    Values land in the model's own columns (`gym_motion.robots.layout.JointLayout`), so a model
+    whose kinematic tree orders the joints unlike the robot gets each joint's reference; other
+    columns are left as they are.
 
     Root position += U(pose_range[0:3]); root orientation = q(roll, pitch, yaw) * q_ref with
     (roll, pitch, yaw) ~ U(pose_range[3:6]) (extrinsic xyz, world frame); root linear and
@@ -46,7 +54,9 @@ def rsi_state(
         pose_range, vel_range: (6, 2) float, (low, high) of x, y, z, roll, pitch, yaw noise.
         joint_pos_range: (2,) float, (low, high) of joint position noise, rad.
         soft_limits: (J, 2) float, joint soft limits, rad.
-        qpos: (M, 7 + J) float64, written. qvel: (M, 6 + J) float64, written.
+        root_qadr, root_dadr: int, first qpos / qvel column of the root's free joint.
+        joint_qadr, joint_dadr: (J,) int64, qpos / qvel column of each joint (robot order).
+        qpos: (M, nq) float64, written. qvel: (M, nv) float64, written.
     """
     nj = ref_joint_pos.shape[1]
     for m in prange(qpos.shape[0]):
@@ -57,7 +67,7 @@ def rsi_state(
             d[k] = pose_range[k, 0] + (pose_range[k, 1] - pose_range[k, 0]) * u[k]
             d[6 + k] = vel_range[k, 0] + (vel_range[k, 1] - vel_range[k, 0]) * u[6 + k]
         for k in range(3):
-            qpos[m, k] = body_pos_w[f, root, k] + d[k]
+            qpos[m, root_qadr + k] = body_pos_w[f, root, k] + d[k]
         cr, sr = math.cos(0.5 * d[3]), math.sin(0.5 * d[3])
         cp, sp = math.cos(0.5 * d[4]), math.sin(0.5 * d[4])
         cy, sy = math.cos(0.5 * d[5]), math.sin(0.5 * d[5])
@@ -67,26 +77,27 @@ def rsi_state(
         r = body_quat_w[f, root]
         w, x, y, z = quat_mul(ew, ex, ey, ez, r[0], r[1], r[2], r[3])
         norm = math.sqrt(w * w + x * x + y * y + z * z)
-        qpos[m, 3] = w / norm
-        qpos[m, 4] = x / norm
-        qpos[m, 5] = y / norm
-        qpos[m, 6] = z / norm
+        w, x, y, z = w / norm, x / norm, y / norm, z / norm
+        qpos[m, root_qadr + 3] = w
+        qpos[m, root_qadr + 4] = x
+        qpos[m, root_qadr + 5] = y
+        qpos[m, root_qadr + 6] = z
         for k in range(3):
-            qvel[m, k] = body_lin_vel_w[f, root, k] + d[6 + k]
+            qvel[m, root_dadr + k] = body_lin_vel_w[f, root, k] + d[6 + k]
         ax, ay, az = quat_rotate_inverse(
-            qpos[m, 3],
-            qpos[m, 4],
-            qpos[m, 5],
-            qpos[m, 6],
+            w,
+            x,
+            y,
+            z,
             body_ang_vel_w[f, root, 0] + d[9],
             body_ang_vel_w[f, root, 1] + d[10],
             body_ang_vel_w[f, root, 2] + d[11],
         )
-        qvel[m, 3] = ax
-        qvel[m, 4] = ay
-        qvel[m, 5] = az
+        qvel[m, root_dadr + 3] = ax
+        qvel[m, root_dadr + 4] = ay
+        qvel[m, root_dadr + 5] = az
         lo, hi = joint_pos_range[0], joint_pos_range[1]
         for j in range(nj):
             q = ref_joint_pos[f, j] + lo + (hi - lo) * u[12 + j]
-            qpos[m, 7 + j] = min(max(q, soft_limits[j, 0]), soft_limits[j, 1])
-            qvel[m, 6 + j] = ref_joint_vel[f, j]
+            qpos[m, joint_qadr[j]] = min(max(q, soft_limits[j, 0]), soft_limits[j, 1])
+            qvel[m, joint_dadr[j]] = ref_joint_vel[f, j]

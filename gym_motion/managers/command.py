@@ -21,6 +21,7 @@ from gym_motion.kernels.reset import rsi_state
 from gym_motion.managers.state import MDPState
 from gym_motion.motion.library import MotionLibrary
 from gym_motion.motion.sampler import MotionSampler
+from gym_motion.robots.layout import JointLayout
 
 _ERROR_LOG_KEYS = tuple(f"error/{name}" for name in TRACKING_ERRORS)
 
@@ -35,6 +36,8 @@ class CommandManager:
         sampling: a `gym_motion.envs.config.SamplingCfg` (mode, EMA rate, uniform weight, bins).
         reset: a `gym_motion.envs.config.ResetCfg` (RSI noise ranges).
         dt: control step, s (the library's frame period).
+        layout: the robot's `JointLayout` in the physics model: RSI states are written in the
+            model's qpos/qvel columns.
         serial: whether its kernels run their serial builds (the env's `NumbaThreads.serial`).
 
     Attributes:
@@ -48,7 +51,7 @@ class CommandManager:
     """
 
     def __init__(self, library: MotionLibrary, state: MDPState, root_body: str, sampling, reset,
-                 dt: float, *, serial: bool):  # fmt: skip
+                 dt: float, *, layout: JointLayout, serial: bool):  # fmt: skip
         self.library = library
         self._state = state
         lib_bodies = tuple(library.body_names)
@@ -60,6 +63,9 @@ class CommandManager:
         self._starts = np.asarray(library.starts, np.int64)
         self._lengths = np.asarray(library.lengths, np.int64)
         n, j = state.num_envs, state.robot.joint_pos.shape[1]
+        if layout.num_joints != j:
+            raise ValueError(f"the layout has {layout.num_joints} joints, the state {j}")
+        self._layout = layout
         self.clip_ids = np.zeros(n, np.int32)
         self.frames = np.zeros(n, np.int32)
         self.clip_end = np.zeros(n, bool)
@@ -75,8 +81,8 @@ class CommandManager:
         )
         self._reset_cfg = reset
         self.reset_noise_scale = 1.0
-        self._qpos = np.zeros((n, 7 + j))
-        self._qvel = np.zeros((n, 6 + j))
+        self._qpos = np.tile(layout.qpos0, (n, 1))  # columns not of the robot stay at qpos0
+        self._qvel = np.zeros((n, layout.nv))
         self.errors = np.zeros((n, len(TRACKING_ERRORS)), np.float32)
         self._error_sums = np.zeros((n, len(TRACKING_ERRORS)), np.float64)
         # every step's kernels, bound once in the build of this batch
@@ -117,21 +123,22 @@ class CommandManager:
         """Reference state initialisation of rows `env_ids` (M,) (docs/task.md section 9).
 
         Draws a start (clip, frame) per row from the sampler, points the rows there and returns
-        the robot state near that reference frame: qpos (M, 7 + J) = root position (m, world
-        frame), root quaternion (wxyz), joints (rad); qvel (M, 6 + J) = root linear velocity
-        (m/s, world frame), root angular velocity (rad/s, root frame), joint velocities. The
-        arrays are views of owned buffers, valid until the next call.
+        the robot state near that reference frame in the physics model's columns (the
+        layout's): qpos (M, nq) = root position (m, world frame), root quaternion (wxyz),
+        joints (rad); qvel (M, nv) = root linear velocity (m/s, world frame), root angular
+        velocity (rad/s, root frame), joint velocities. The arrays are views of owned buffers,
+        valid until the next call.
         """
         clip_ids, frames = self.sampler.sample(env_ids.size, rng)
         self.set_frames(env_ids, clip_ids, frames)
-        lib, m = self.library, env_ids.size
+        lib, m, lay = self.library, env_ids.size, self._layout
         qpos, qvel = self._qpos[:m], self._qvel[:m]
-        unit = rng.random((m, 12 + qpos.shape[1] - 7))
+        unit = rng.random((m, 12 + lay.num_joints))
         rsi_state(
             lib.body_pos_w, lib.body_quat_w, lib.body_lin_vel_w, lib.body_ang_vel_w,
             lib.joint_pos, lib.joint_vel, self._lib_root, self._starts[clip_ids] + frames, unit,
-            self._reset_pose, self._reset_vel, self._reset_joint,
-            self._state.soft_joint_limits, qpos, qvel,
+            self._reset_pose, self._reset_vel, self._reset_joint, self._state.soft_joint_limits,
+            lay.root_qpos_adr, lay.root_dof_adr, lay.qpos_adr, lay.dof_adr, qpos, qvel,
         )  # fmt: skip
         return qpos, qvel
 

@@ -142,10 +142,12 @@ def clip_from_qpos(
     joint_vel = np.gradient(qpos[:, ROOT_COLUMNS:], dt, axis=0)
     qvel = _kinematics.free_qvel(qpos[:, 3:7], root_lin_vel, root_ang_vel, joint_vel)
 
-    model = _kinematics.robot_model(robot)
+    model, layout = _kinematics.robot_model(robot), _kinematics.robot_layout(robot)
     names = tuple(robot.body_names)
     ids = _kinematics.body_ids(model, names)
-    pos, quat, lin_vel, ang_vel = _kinematics.body_states(model, qpos, qvel, ids, progress)
+    pos, quat, lin_vel, ang_vel = _kinematics.body_states(
+        model, layout, qpos, qvel, ids, progress
+    )
     return MotionClip(
         fps=fps,
         joint_names=tuple(robot.joint_names),
@@ -205,7 +207,7 @@ def _check_local_body_pos(
     local[:, :3] = 0.0
     local[:, 3:7] = (1.0, 0.0, 0.0, 0.0)
     ids = _kinematics.body_ids(model, tuple(n for _, n in shared))
-    fk = _kinematics.body_poses(model, local, ids)
+    fk = _kinematics.body_poses(model, _kinematics.robot_layout(robot), local, ids)
     stored = motion.local_body_pos[frames][:, [i for i, _ in shared]]
     err = np.linalg.norm(fk - stored, axis=-1)  # (F, B)
     if err.max() > GMR_BODY_TOL:

@@ -1,8 +1,10 @@
 """MuJoCo forward kinematics of motion frames: the one engine path of conversion and validation.
 
-A frame is a free-floating robot configuration ``qpos = (root xyz, root quat wxyz, joints)``. The
-loop over frames does nothing but copy a row into one ``MjData``, call the engine and copy the
-results out; every other step is vectorized numpy.
+A frame is a free-floating robot configuration in robot order ``qpos = (root xyz, root quat wxyz,
+joints in RobotSpec.joint_names order)``; the model's `JointLayout` puts it in the model's own
+qpos columns (an MJCF may order its tree differently). The loop over frames does nothing but copy
+a row into one ``MjData``, call the engine and copy the results out; every other step is
+vectorized numpy.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from gym_motion.motion import _quat
+from gym_motion.robots.layout import JointLayout
 from gym_motion.robots.spec import RobotSpec
 
 _PROGRESS_CHUNK = 256  # frames between progress-bar updates
@@ -31,10 +34,16 @@ def default_robot() -> RobotSpec:
 def robot_model(robot: RobotSpec) -> mujoco.MjModel:
     """The robot's MuJoCo model without floor (cached per spec, which compares by identity).
 
-    Bodies are ``world + robot.body_names``; ``qpos`` is root xyz, root quat wxyz and the joints in
-    ``robot.joint_names`` order.
+    Bodies are ``world + robot.body_names``; its qpos and qvel columns follow the MJCF's tree
+    (`robot_layout` maps robot-order rows onto them).
     """
     return robot.build_model(floor=False)
+
+
+@functools.cache
+def robot_layout(robot: RobotSpec) -> JointLayout:
+    """The `JointLayout` of `robot_model(robot)` (cached per spec)."""
+    return robot.layout(robot_model(robot))
 
 
 def body_ids(model: mujoco.MjModel, names: tuple[str, ...]) -> np.ndarray:
@@ -56,9 +65,13 @@ def free_qvel(
     return np.concatenate((root_lin_vel_w, ang_local, joint_vel), axis=-1)
 
 
-def body_poses(model: mujoco.MjModel, qpos: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """World positions ``(T, len(ids), 3)`` float64 of bodies ``ids`` for each row of ``qpos``."""
+def body_poses(
+    model: mujoco.MjModel, layout: JointLayout, qpos: np.ndarray, ids: np.ndarray
+) -> np.ndarray:
+    """World positions ``(T, len(ids), 3)`` float64 of bodies ``ids`` for each robot-order row of
+    ``qpos (T, 7 + J)``, placed in `model`'s columns by its `layout`."""
     data = mujoco.MjData(model)
+    qpos = layout.model_qpos(qpos)
     out = np.empty((qpos.shape[0], len(ids), 3))
     for t in range(qpos.shape[0]):
         data.qpos[:] = qpos[t]
@@ -69,6 +82,7 @@ def body_poses(model: mujoco.MjModel, qpos: np.ndarray, ids: np.ndarray) -> np.n
 
 def body_states(
     model: mujoco.MjModel,
+    layout: JointLayout,
     qpos: np.ndarray,
     qvel: np.ndarray,
     ids: np.ndarray,
@@ -77,8 +91,9 @@ def body_states(
     """Body poses and velocities of every frame, from MuJoCo.
 
     Args:
-        model: the robot model.
-        qpos: ``(T, nq)`` configurations; qvel: ``(T, nv)`` velocities (free joint convention).
+        model: the robot model. layout: its `JointLayout`.
+        qpos: ``(T, 7 + J)`` robot-order configurations; qvel: ``(T, 6 + J)`` robot-order
+            velocities (free joint convention, `free_qvel`).
         ids: ``(B,)`` body ids to report.
         progress: show a tqdm bar; None shows it from ``PROGRESS_MIN_FRAMES`` frames.
 
@@ -87,6 +102,7 @@ def body_states(
         and ``ang_vel (T,B,3)`` rad/s, all world frame, float64 (``mj_objectVelocity`` of
         ``mjOBJ_XBODY`` with ``flg_local=0``, computed from ``cvel`` for all frames at once).
     """
+    qpos, qvel = layout.model_qpos(qpos), layout.model_qvel(qvel)
     num_frames = qpos.shape[0]
     num_bodies = len(ids)
     pos = np.empty((num_frames, num_bodies, 3))

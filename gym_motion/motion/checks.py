@@ -334,8 +334,8 @@ def _penetrations(
         m per body below the floor in some frame (0 where none), and their names.
     """
     data = mujoco.MjData(model)
-    free = model.jnt_qposadr[robot.free_joint_id(model)]
-    joints = robot.joint_qpos_adr(model)
+    layout = robot.layout(model)
+    free, joints = layout.root_qpos_adr, layout.qpos_adr
     floor = model.geom(FLOOR_GEOM).id
     body_of = model.geom_bodyid
     pos = clip.body_pos_w[:, root].astype(np.float64)

@@ -20,6 +20,7 @@ from gym_motion.motion import _kinematics
 from gym_motion.motion._convert import clip_from_qpos
 from gym_motion.motion.arrays import MotionClip
 from gym_motion.motion.npz import save_clip
+from gym_motion.robots.layout import JointLayout
 
 __all__ = ["DEFAULT_MOTION_PATH", "KEYFRAMES", "make_default_motion", "write_default_motion"]
 
@@ -74,8 +75,11 @@ def _joint_trajectory(robot, fps: float) -> np.ndarray:
     return key_q[seg] + (key_q[seg + 1] - key_q[seg]) * s[:, None]
 
 
-def _lowest_foot_point(model: mujoco.MjModel, qpos: np.ndarray, geoms: np.ndarray) -> np.ndarray:
-    """``(T,)`` lowest world z of the foot collision geoms (spheres and capsules) per frame."""
+def _lowest_foot_point(
+    model: mujoco.MjModel, layout: JointLayout, qpos: np.ndarray, geoms: np.ndarray
+) -> np.ndarray:
+    """``(T,)`` lowest world z of the foot collision geoms (spheres and capsules) per frame of
+    robot-order ``qpos (T, 7 + J)``."""
     kinds = model.geom_type[geoms]
     supported = (mujoco.mjtGeom.mjGEOM_SPHERE, mujoco.mjtGeom.mjGEOM_CAPSULE)
     if not np.isin(kinds, supported).all():
@@ -83,6 +87,7 @@ def _lowest_foot_point(model: mujoco.MjModel, qpos: np.ndarray, geoms: np.ndarra
     radius = model.geom_size[geoms, 0]
     half = np.where(kinds == mujoco.mjtGeom.mjGEOM_CAPSULE, model.geom_size[geoms, 1], 0.0)
     data = mujoco.MjData(model)
+    qpos = layout.model_qpos(qpos)
     centre_z = np.empty((qpos.shape[0], len(geoms)))
     axis_z = np.empty((qpos.shape[0], len(geoms)))  # world z of each geom's local z axis
     for t in range(qpos.shape[0]):
@@ -96,13 +101,14 @@ def _lowest_foot_point(model: mujoco.MjModel, qpos: np.ndarray, geoms: np.ndarra
 def make_default_motion(fps: float = DEFAULT_FPS, robot=None) -> MotionClip:
     """Generate the default stand-squat-arm-swing clip (8 s at ``fps``, 30 bodies, float32)."""
     robot = _kinematics.default_robot() if robot is None else robot
-    model = _kinematics.robot_model(robot)
+    model, layout = _kinematics.robot_model(robot), _kinematics.robot_layout(robot)
     joints = _joint_trajectory(robot, fps)
     qpos = np.zeros((joints.shape[0], 7 + joints.shape[1]))
     qpos[:, 3] = 1.0  # upright pelvis, identity orientation
     qpos[:, 7:] = joints
-    qpos[:, 2] = -_lowest_foot_point(model, qpos, robot.foot_geom_ids(model))
-    feet_xy = _kinematics.body_poses(model, qpos, _kinematics.body_ids(model, robot.foot_bodies))
+    qpos[:, 2] = -_lowest_foot_point(model, layout, qpos, robot.foot_geom_ids(model))
+    feet = _kinematics.body_ids(model, robot.foot_bodies)
+    feet_xy = _kinematics.body_poses(model, layout, qpos, feet)
     centre = feet_xy[:, :, :2].mean(axis=1)  # (T, 2) mean foot position with the pelvis at 0
     qpos[:, :2] = -(centre - centre[0])
     return clip_from_qpos(qpos, fps, robot, progress=False)

@@ -161,7 +161,7 @@ def _fk_error(
     """``(F, B)`` m between forward kinematics and the stored body positions."""
     qpos = _root_qpos(clip, robot.root_body, frames, scalar_last)
     ids = _kinematics.body_ids(model, clip.body_names)
-    fk = _kinematics.body_poses(model, qpos, ids)
+    fk = _kinematics.body_poses(model, _kinematics.robot_layout(robot), qpos, ids)
     return np.linalg.norm(fk - clip.body_pos_w[frames], axis=-1)
 
 

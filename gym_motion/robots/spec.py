@@ -22,6 +22,8 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
+from gym_motion.robots.layout import JointLayout
+
 KEYFRAME = "default"  # root at default_root_height, identity orientation, joints at default pose
 FLOOR_GEOM = "floor"
 SELF_CONTACT_SENSOR = "self_contact"
@@ -153,10 +155,11 @@ class RobotSpec:
             floor: add a ground plane ``"floor"`` (z = 0, condim 3) and a light.
 
         Returns:
-            The compiled model (nq = 7 + J, nv = 6 + J, nu = J). Actuator ``i`` is a position
-            servo on ``joint_names[i]`` named like it, with ``kp[i]`` (N m/rad), ``kd[i]``
-            (N m s/rad), force range ``+/- effort_limit[i]`` (N m) and unclamped control (rad);
-            joint ``i`` has ``armature[i]``. Keyframe ``"default"``: root at
+            The compiled model (nq = 7 + J, nv = 6 + J, nu = J; its qpos and qvel columns follow
+            the MJCF's kinematic tree, `layout` maps them to the robot's order). Actuator ``i``
+            is a position servo on ``joint_names[i]`` named like it, with ``kp[i]`` (N m/rad),
+            ``kd[i]`` (N m s/rad), force range ``+/- effort_limit[i]`` (N m) and unclamped
+            control (rad); joint ``i`` has ``armature[i]``. Keyframe ``"default"``: root at
             ``(0, 0, default_root_height)`` with identity orientation, joints and controls at
             `default_joint_pos`. Sensor ``"self_contact"`` (a MuJoCo contact sensor over
             contacts inside the subtree of `self_contact_root`, floor excluded), 4 values:
@@ -221,12 +224,11 @@ class RobotSpec:
         spec.add_key(name=KEYFRAME)
 
         model = spec.compile()
+        layout = self.layout(model)
         key = model.key(KEYFRAME)
-        root = model.jnt_qposadr[self.free_joint_id(model)]
-        key.qpos[:] = model.qpos0
-        key.qpos[root : root + 7] = [0.0, 0.0, self.default_root_height, 1.0, 0.0, 0.0, 0.0]
-        key.qpos[self.joint_qpos_adr(model)] = self.default_joint_pos
-        key.ctrl[:] = self.default_joint_pos
+        root = [0.0, 0.0, self.default_root_height, 1.0, 0.0, 0.0, 0.0]
+        key.qpos[:] = layout.model_qpos(np.concatenate([root, self.default_joint_pos]))
+        key.ctrl[layout.actuator_ids] = self.default_joint_pos
         return model
 
     def _check_names(self, spec: mujoco.MjSpec) -> None:
@@ -244,6 +246,15 @@ class RobotSpec:
             raise ValueError(f"{self.mjcf_path}: root body {self.root_body!r} has no free joint")
 
     # ------------------------------------------------------------------ ids in a model
+    def layout(self, model: mujoco.MjModel) -> JointLayout:
+        """Where `joint_names` and the root's free joint live in `model`'s qpos, qvel and ctrl
+        (any kinematic-tree order): the one mapping between the robot's order and the model's.
+
+        Raises:
+            KeyError: a joint or `root_body` is missing. ValueError: no free joint on the root.
+        """
+        return JointLayout.of(model, self.joint_names, self.root_body)
+
     def free_joint_id(self, model: mujoco.MjModel) -> int:
         """Id of the free joint of `root_body` in `model`."""
         root = model.body(self.root_body).id
@@ -258,12 +269,12 @@ class RobotSpec:
         return np.array([model.joint(n).id for n in self.joint_names], np.int64)
 
     def joint_qpos_adr(self, model: mujoco.MjModel) -> np.ndarray:
-        """Columns of `joint_names` in ``qpos``: (J,) int64. Raises KeyError for a missing one."""
-        return np.array([model.joint(n).qposadr[0] for n in self.joint_names], np.int64)
+        """Columns of `joint_names` in ``qpos``: (J,) int64 (`layout`'s ``qpos_adr``)."""
+        return self.layout(model).qpos_adr
 
     def joint_dof_adr(self, model: mujoco.MjModel) -> np.ndarray:
-        """Columns of `joint_names` in ``qvel``: (J,) int64. Raises KeyError for a missing one."""
-        return np.array([model.joint(n).dofadr[0] for n in self.joint_names], np.int64)
+        """Columns of `joint_names` in ``qvel``: (J,) int64 (`layout`'s ``dof_adr``)."""
+        return self.layout(model).dof_adr
 
     def foot_geom_ids(self, model: mujoco.MjModel) -> np.ndarray:
         """The feet: collision geoms (nonzero ``contype`` or ``conaffinity``) of `foot_bodies`,

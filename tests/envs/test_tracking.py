@@ -41,7 +41,8 @@ def zeros(env) -> np.ndarray:
 
 
 def reference_qpos_qvel(env: TrackingVecEnv, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """MuJoCo qpos/qvel of library frames `rows` (the clip's own root and joint state)."""
+    """MuJoCo qpos/qvel of library frames `rows` (the clip's own root and joint state), in the
+    env model's columns."""
     lib = env.library
     root = lib.body_names.index(g1.ROOT_BODY)
     quat = lib.body_quat_w[rows, root].astype(np.float64)
@@ -51,7 +52,7 @@ def reference_qpos_qvel(env: TrackingVecEnv, rows: np.ndarray) -> tuple[np.ndarr
     ang_local = w + quat[:, :1] * t + np.cross(u, t)
     qpos = np.concatenate([lib.body_pos_w[rows, root], quat, lib.joint_pos[rows]], axis=1)
     qvel = np.concatenate([lib.body_lin_vel_w[rows, root], ang_local, lib.joint_vel[rows]], axis=1)
-    return qpos, qvel
+    return env.layout.model_qpos(qpos), env.layout.model_qvel(qvel)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -39,8 +39,14 @@ def _reference(rng, m):
     }
 
 
-def _run(r, pose_range, vel_range, joint_range):
-    """rsi_state with reference m stored at library frame frames[m], root body 1 of 2."""
+IDENTITY = (0, 0, 7 + np.arange(NJ), 6 + np.arange(NJ), 7 + NJ, 6 + NJ)
+
+
+def _run(r, pose_range, vel_range, joint_range, layout=IDENTITY):
+    """rsi_state with reference m stored at library frame frames[m], root body 1 of 2, written
+    in the columns of `layout` = (root qpos column, root qvel column, joint qpos columns (J,),
+    joint qvel columns (J,), nq, nv)."""
+    root_q, root_d, joint_q, joint_d, nq, nv = layout
     m = r["pos"].shape[0]
     frames = np.random.default_rng(m).permutation(m + 3)[:m]
     lib = {}
@@ -49,11 +55,12 @@ def _run(r, pose_range, vel_range, joint_range):
         table = np.full((m + 3, *((2,) if body else ()), r[key].shape[-1]), 5.0, np.float32)
         (table[:, 1] if body else table)[frames] = r[key]
         lib[key] = table
-    qpos = np.full((m, 7 + NJ), np.nan)
-    qvel = np.full((m, 6 + NJ), np.nan)
+    qpos = np.full((m, nq), np.nan)
+    qvel = np.full((m, nv), np.nan)
     call_unmutated(
         rsi_state, lib["pos"], lib["quat"], lib["lin"], lib["ang"], lib["jp"], lib["jv"], 1,
-        frames, r["unit"], pose_range, vel_range, joint_range, r["limits"], qpos, qvel,
+        frames, r["unit"], pose_range, vel_range, joint_range, r["limits"], root_q, root_d,
+        np.asarray(joint_q, np.int64), np.asarray(joint_d, np.int64), qpos, qvel,
         written=(-1, -2),
     )  # fmt: skip
     return qpos, qvel
@@ -103,3 +110,27 @@ def test_rsi_state_matches_oracle_from_same_unit_random(m, ranges):
     # Noise stays inside the ranges.
     d = qpos[:, :3] - r["pos"]
     assert np.all(d >= pose[:3, 0] - 1e-6) and np.all(d <= pose[:3, 1] + 1e-6)
+
+
+@pytest.mark.parametrize("m", SIZES)
+def test_rsi_state_writes_each_joint_in_its_model_column(m):
+    """A model whose tree orders the joints unlike the robot, with its free joint after two
+    other columns: every value lands in its own column, the others stay untouched."""
+    rng = rng_for(m, 63)
+    r = _reference(rng, m)
+    perm = np.random.default_rng(5).permutation(NJ)  # robot joint k -> model slot perm[k]
+    root_q, root_d = 2, 1
+    joint_q = root_q + 7 + perm
+    joint_d = root_d + 6 + perm
+    layout = (root_q, root_d, joint_q, joint_d, 7 + NJ + 4, 6 + NJ + 3)
+    joint = np.array([-0.1, 0.1])
+    qpos, qvel = _run(r, WIDE_POSE, WIDE_VEL, joint, layout)
+    ref_qpos, ref_qvel = _run(r, WIDE_POSE, WIDE_VEL, joint)
+    assert_array_equal(qpos[:, root_q : root_q + 7], ref_qpos[:, :7])
+    assert_array_equal(qpos[:, joint_q], ref_qpos[:, 7:])
+    assert_array_equal(qvel[:, root_d : root_d + 6], ref_qvel[:, :6])
+    assert_array_equal(qvel[:, joint_d], ref_qvel[:, 6:])
+    untouched_q = np.setdiff1d(np.arange(qpos.shape[1]), np.r_[root_q : root_q + 7, joint_q])
+    untouched_d = np.setdiff1d(np.arange(qvel.shape[1]), np.r_[root_d : root_d + 6, joint_d])
+    assert untouched_q.size == 4 and untouched_d.size == 3
+    assert np.isnan(qpos[:, untouched_q]).all() and np.isnan(qvel[:, untouched_d]).all()

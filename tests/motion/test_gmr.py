@@ -241,7 +241,8 @@ def _local_body_pos(rows: np.ndarray, names: tuple[str, ...]) -> np.ndarray:
     qpos = np.zeros((len(rows), 7 + 29))
     qpos[:, 3] = 1.0
     qpos[:, 7:] = rows[:, 7:]
-    return _kinematics.body_poses(model, qpos, _kinematics.body_ids(model, names))
+    layout = _kinematics.robot_layout(g1.G1)
+    return _kinematics.body_poses(model, layout, qpos, _kinematics.body_ids(model, names))
 
 
 def test_local_body_pos_is_checked_against_forward_kinematics(rows, tmp_path):
