@@ -733,7 +733,7 @@ def test_the_shipped_tracker_finishes_the_default_motion(tmp_path, capsys):
     assert clip["success_rate"] == 1.0 and clip["terminations"][0]["causes"] == ["time_out"]
     assert clip["episode_length"] == clip["max_episode_steps"] == 400
     assert clip["mpkpe_mm"] <= 80.0
-    with pytest.raises(SystemExit, match="--policy tracker runs the shipped ONNX policy"):
+    with pytest.raises(SystemExit, match="--policy tracker runs a shipped ONNX policy"):
         main(["eval", "--policy", "tracker", "--onnx", str(DEFAULT_POLICY_PATH)])
 
 

@@ -133,17 +133,62 @@ def test_the_reference_fold_gives_the_envs_joint_targets(run, tmp_path):
     out, _ = run
     folder = RunFolder(out)
     export_run(out, tmp_path / "fold.onnx")
-    residual = eval_cfg(folder.env_cfg())
+    # episodes start along the clip (the same frames in both envs: same seed), where the
+    # reference is far from the default pose, and autoreset within the 30 steps
+    residual = replace(eval_cfg(folder.env_cfg()), sampling=replace(
+        folder.env_cfg().sampling, mode="uniform"))  # fmt: skip
     default = replace(residual, action_offset="default")
     mode = folder.obs_mode()
     envs = [TrackingVecEnv(3, cfg=c, obs_mode=mode, seed=0) for c in (residual, default)]
     try:
         policies = [folder.policy(), OnnxPolicy(tmp_path / "fold.onnx").bind(envs[1])]
         obs = [env.reset(seed=0)[0] for env in envs]
+        far = 0.0
         for _ in range(30):
             obs = [env.step(p(o))[0] for env, p, o in zip(envs, policies, obs, strict=True)]
-            np.testing.assert_allclose(envs[1].actions.targets, envs[0].actions.targets,
+            np.testing.assert_array_equal(envs[1].episode_length, envs[0].episode_length)
+            # a reset step (autoreset) holds the zero action, which the tasks place differently
+            # and no physics step uses
+            own = envs[0].episode_length > 0
+            np.testing.assert_allclose(envs[1].actions.targets[own],
+                                       envs[0].actions.targets[own], atol=2e-5, rtol=0)  # fmt: skip
+            # both tasks observe the last action in BeyondMimic's convention (what a deploy
+            # stack feeds back: the graph's output)
+            np.testing.assert_allclose(envs[1].state.action_obs, envs[0].state.action_obs,
                                        atol=2e-5, rtol=0)  # fmt: skip
+            ref = envs[0].state.ref.joint_pos[own]
+            far = max(far, float(np.abs(ref - envs[0].cfg.robot.default_joint_pos).max()))
+        assert far > 0.3  # the fold term mattered
     finally:
         for env in envs:
             env.close()
+
+
+def test_an_exported_policy_names_its_clips_and_eval_asks_for_them(tmp_path, capsys):
+    """A run trained on a user's clip exports its file name (motion_files); eval and render of
+    that ONNX without --motion refuse in one line naming it, with --motion they play it."""
+    pytest.importorskip("stable_baselines3")
+    pytest.importorskip("onnxruntime")
+    import shutil
+
+    from gym_motion.deploy import OnnxPolicy
+    from gym_motion.motion import DEFAULT_MOTION_PATH
+
+    clip = tmp_path / "dance.npz"
+    shutil.copyfile(DEFAULT_MOTION_PATH, clip)
+    out = tmp_path / "run"
+    train(RunConfig(num_envs=2, total_steps=16, out=str(out), motion=[str(clip)],
+                    eval_every_steps=0, eval_max_seconds=0.1, video_seconds=0.0,
+                    **SETTINGS["sb3"]))  # fmt: skip
+    onnx = tmp_path / "dance.onnx"
+    assert main(["export", "--model", str(out), "-o", str(onnx)]) == 0
+    assert OnnxPolicy(onnx).meta.motion_files == ("dance.npz",)
+    for argv in (["eval", "--onnx", str(onnx), "--max-seconds", "0.1"],
+                 ["render", "--onnx", str(onnx), "-o", str(tmp_path / "x.mp4")]):  # fmt: skip
+        with pytest.raises(SystemExit, match=r"tracks dance\.npz .*pass --motion"):
+            main(argv)
+    path = tmp_path / "eval.json"
+    argv = ["eval", "--onnx", str(onnx), "--motion", str(clip), "--max-seconds", "0.1",
+            "--json", str(path)]  # fmt: skip
+    assert main(argv) == 0
+    assert list(json.loads(path.read_text())["clips"]) == [str(clip)]

@@ -73,9 +73,10 @@ def add_policy_args(p: argparse.ArgumentParser) -> None:
         "override the file's",
     )  # fmt: skip
     g.add_argument(
-        "--policy", choices=("model", "zero", "tracker"), default=None,
-        help="model (with --model), zero (the zero action) or tracker (the ONNX policy shipped "
-        "for the embedded default motion, gym_motion.deploy.DEFAULT_POLICY_PATH)",
+        "--policy", choices=("model", "zero", *_shipped()), default=None,
+        help="model (with --model), zero (the zero action), tracker (the ONNX policy shipped "
+        "for the embedded default motion) or jazz (the one shipped for the G1 Moves jazz walk: "
+        "with --motion g1moves_jazzwalk_60fps.npz); gym_motion.deploy.SHIPPED_POLICIES",
     )  # fmt: skip
     e = p.add_argument_group("env")
     e.add_argument(
@@ -91,6 +92,12 @@ def add_policy_args(p: argparse.ArgumentParser) -> None:
     e.add_argument("--backend", default=None, choices=BACKENDS,
                    help="physics backend (default: the run's, else mujoco)")  # fmt: skip
     e.add_argument("--seed", type=int, default=0)
+
+
+def _shipped() -> list[str]:
+    from gym_motion.deploy import SHIPPED_POLICIES
+
+    return list(SHIPPED_POLICIES)
 
 
 def _env_ids() -> list[str]:
@@ -118,23 +125,25 @@ class PolicySource:
 
 def policy_source(args: argparse.Namespace, command: str) -> PolicySource:
     """The policy, task and run folder of the options of `add_policy_args` (``gym-motion
-    <command>``); ``--policy tracker`` becomes ``--onnx DEFAULT_POLICY_PATH``. An ONNX
+    <command>``); ``--policy tracker`` / ``jazz`` become ``--onnx`` of that shipped file
+    (`gym_motion.deploy.SHIPPED_POLICIES`). An ONNX
     policy's mapping onto the env is checked (and printed by eval) before any env is built.
 
     Raises:
-        SystemExit: contradictory or missing options (tracker or --onnx with --model or
-            --policy; --policy-meta without --onnx; no policy), in one line naming them.
+        SystemExit: contradictory or missing options (a shipped policy or --onnx with --model
+            or --policy; --policy-meta without --onnx; no policy; an ONNX policy whose
+            metadata names the clips it tracks (motion_files) without --motion), in one line
+            naming them.
         ValueError: an ONNX policy that cannot run in the env.
     """
+    from gym_motion.deploy import SHIPPED_POLICIES
     from gym_motion.envs.config import TrackingEnvCfg
 
-    if args.policy == "tracker":
+    if args.policy in SHIPPED_POLICIES:
         if args.onnx is not None or args.model is not None:
-            raise SystemExit(f"gym-motion {command}: --policy tracker runs the shipped ONNX "
+            raise SystemExit(f"gym-motion {command}: --policy {args.policy} runs a shipped ONNX "
                              "policy; drop --model/--onnx")  # fmt: skip
-        from gym_motion.deploy import DEFAULT_POLICY_PATH
-
-        args.onnx, args.policy = str(DEFAULT_POLICY_PATH), None
+        args.onnx, args.policy = str(SHIPPED_POLICIES[args.policy]), None
     if args.onnx is not None and (args.model is not None or args.policy is not None):
         raise SystemExit(
             f"gym-motion {command}: --onnx runs the ONNX policy; drop --model/--policy"
@@ -155,6 +164,13 @@ def policy_source(args: argparse.Namespace, command: str) -> PolicySource:
         from gym_motion.deploy import OnnxPolicy
 
         policy = OnnxPolicy(args.onnx, args.policy_meta)
+        clips = policy.meta.motion_files
+        if clips and not getattr(args, "motion", None):
+            raise SystemExit(
+                f"gym-motion {command}: {args.onnx} tracks {', '.join(clips)} (its deploy "
+                "metadata's motion_files), not the embedded default motion; pass --motion "
+                "with that clip"
+            )
         if state_estimation is None:
             state_estimation = policy.state_estimation
         cfg = TrackingEnvCfg(state_estimation=state_estimation)

@@ -3,7 +3,8 @@ bodies, observation terms) and ONNX policies from any trainer run in a gym_motio
 
 - `metadata`: `PolicyMeta` (read), `deploy_metadata` (write), `PolicyMapping` (a policy's
   conventions mapped onto an env's). NumPy only.
-- `DEFAULT_POLICY_PATH`: the shipped ONNX tracker of the embedded default motion.
+- `DEFAULT_POLICY_PATH`: the shipped ONNX tracker of the embedded default motion;
+  `SHIPPED_POLICIES`: every shipped ONNX policy by its ``--policy`` name.
 - `onnx_policy`: `OnnxPolicy`, an ONNX file run with onnxruntime (the ``[onnx]`` extra) and
   bound to an env for `gym_motion.evaluate` (onnxruntime is imported when one is built).
 
@@ -28,9 +29,17 @@ from gym_motion.deploy.onnx_policy import OnnxPolicy
 # A PPO policy that tracks the embedded default motion to its end (400/400 steps, MPKPE 57.5 mm;
 # `gym-motion eval --policy tracker`), exported with its deploy metadata; how it was trained is
 # in its "training" metadata and the README.
-DEFAULT_POLICY_PATH = (
-    Path(__file__).resolve().parents[1] / "assets" / "policies" / "default_tracker.onnx"
-)
+_POLICIES = Path(__file__).resolve().parents[1] / "assets" / "policies"
+DEFAULT_POLICY_PATH = _POLICIES / "default_tracker.onnx"
+
+# The ONNX policies shipped with the package, by their ``gym-motion eval/render --policy`` name.
+# "jazz": a residual-action PPO policy of the G1 Moves jazz walk (CC-BY-4.0, github.com/
+# experientialtech/g1-moves; the clip is not shipped: its deploy metadata's motion_files names
+# it and eval asks for it); how far it tracks is in its "training" metadata and the README.
+SHIPPED_POLICIES = {
+    "tracker": DEFAULT_POLICY_PATH,
+    "jazz": _POLICIES / "jazz_walk_tracker.onnx",
+}
 
 __all__ = [
     "DEFAULT_POLICY_PATH",
@@ -38,6 +47,7 @@ __all__ = [
     "METADATA_KEYS",
     "OBSERVATION_TERM_KEYS",
     "OnnxPolicy",
+    "SHIPPED_POLICIES",
     "PolicyMapping",
     "PolicyMeta",
     "deploy_metadata",

@@ -313,6 +313,8 @@ class PolicyMeta:
         joint_stiffness, joint_damping: N m/rad and N m s/rad, or None when not stated.
         anchor_body_name: the body its anchor-frame terms use, or None.
         body_names, command_names: as stated (informational), or None.
+        motion_files: the file names of the clips the policy was trained on (``gym-motion
+            export`` writes them; informational), or None.
         observation_scale: per term, float32 (1,) or (D_term,), multiplying the term after
             its clip; None when not stated (1).
         observation_clip: per term (lo, hi), applied before the scale (+-inf: none); None
@@ -333,6 +335,7 @@ class PolicyMeta:
     anchor_body_name: str | None = None
     body_names: tuple[str, ...] | None = None
     command_names: tuple[str, ...] | None = None
+    motion_files: tuple[str, ...] | None = None
     observation_scale: tuple[np.ndarray, ...] | None = None
     observation_clip: tuple[tuple[float, float], ...] | None = None
     source: str = "policy metadata"
@@ -377,7 +380,9 @@ class PolicyMeta:
             bad = [joints[i] for i in np.flatnonzero(arrays["action_scale"] <= 0)]
             raise ValueError(f"{source}: action_scale must be positive, not for {bad}")
         optional_names = {
-            k: _names(values[k], k, source) for k in ("body_names", "command_names") if k in values
+            k: _names(values[k], k, source)
+            for k in ("body_names", "command_names", "motion_files")
+            if k in values
         }
         anchor = values.get("anchor_body_name")
         terms = _names(values["observation_names"], "observation_names", source)

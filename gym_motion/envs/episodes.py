@@ -29,6 +29,7 @@ class EpisodesMixin:
         self.command.reset(ids)
         self.state.last_action[ids] = 0.0
         self.state.action[ids] = 0.0
+        self.state.action_obs[ids] = 0.0
         self.events.reset(ids, self._rng)
 
     def _reinitialise(self, ids: np.ndarray) -> None:

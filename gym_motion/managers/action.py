@@ -4,7 +4,9 @@
 is the default joint pose (BeyondMimic's convention, ``action_offset="default"``) or the
 reference joint positions of the motion frame the policy observed (``"reference"``: residual
 actions, the zero action a PD tracker of the clip); the encoder bias is subtracted because the
-robot believes its joints sit at the biased reading.
+robot believes its joints sit at the biased reading. The policy observes its last action in
+BeyondMimic's convention either way (`MDPState.action_obs`), so a residual policy exported with
+the reference folded in sees, fed back, exactly what it saw in training.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ class ActionManager:
     """Checks actions, keeps the action history in the MDP state, computes position targets.
 
     Args:
-        state: the shared MDP state (`action`, `last_action`, `encoder_bias` are used).
+        state: the shared MDP state (`action`, `last_action`, `action_obs`, `encoder_bias`
+            are used).
         action_scale: (J,) rad per unit action.
         offset: "default" (the default joint pose) or "reference" (the reference joint
             positions, ``state.ref.joint_pos``, as the policy observed them).
@@ -49,8 +52,8 @@ class ActionManager:
         else:
             self._offset = np.tile(s.default_joint_pos, (state.num_envs, 1))
         self._targets = bind_builds(partial(
-            joint_targets, self._scale, self._offset, s.encoder_bias, s.action, s.last_action,
-            self.targets,
+            joint_targets, self._scale, self._offset, s.default_joint_pos, s.encoder_bias,
+            s.action, s.last_action, s.action_obs, self.targets,
         ))[serial]  # fmt: skip
 
     def process(self, actions: np.ndarray, held: np.ndarray | None = None) -> np.ndarray:

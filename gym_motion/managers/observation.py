@@ -82,8 +82,9 @@ def joint_vel(s: MDPState, out: np.ndarray) -> Callable[[], None]:
 
 @bound_term
 def last_action(s: MDPState, out: np.ndarray) -> Callable[[], None]:
-    """The action of the last step (J)."""
-    return partial(np.copyto, out, s.action)
+    """The action of the last step (J), in BeyondMimic's convention (`MDPState.action_obs`:
+    the policy's own action unless actions are residual)."""
+    return partial(np.copyto, out, s.action_obs)
 
 
 @bound_term

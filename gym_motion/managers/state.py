@@ -26,6 +26,11 @@ class MDPState:
         ref_rel_pos_w: (N, B, 3) float32, reference bodies re-anchored onto the robot, m.
         ref_rel_quat_w: (N, B, 4) float32, wxyz.
         action, last_action: (N, J) float32, policy actions of this and the previous step.
+        action_obs: (N, J) float32, `action` in BeyondMimic's convention, (target +
+            encoder bias - default pose) / action scale: what the policy observes as its last
+            action and what a deploy stack feeds back; equal to `action` with the default
+            action offset, `action` + (reference - default pose) / scale with residual actions
+            (so the exported graph, reference folded in, sees what it saw in training).
         encoder_bias: (N, J) float32, rad, added to observed joint positions.
         self_contact_substeps: (N,) int32, substeps of the last step with self-contact.
         default_joint_pos: (J,) float32, rad. soft_joint_limits: (J, 2) float32, rad.
@@ -42,6 +47,7 @@ class MDPState:
     ref_rel_quat_w: np.ndarray = field(init=False)
     action: np.ndarray = field(init=False)
     last_action: np.ndarray = field(init=False)
+    action_obs: np.ndarray = field(init=False)
     encoder_bias: np.ndarray = field(init=False)
     self_contact_substeps: np.ndarray = field(init=False)
 
@@ -53,6 +59,7 @@ class MDPState:
         self.ref_rel_quat_w[..., 0] = 1.0
         self.action = np.zeros((n, j), np.float32)
         self.last_action = np.zeros((n, j), np.float32)
+        self.action_obs = np.zeros((n, j), np.float32)
         self.encoder_bias = np.zeros((n, j), np.float32)
         self.self_contact_substeps = np.zeros(n, np.int32)
         object.__setattr__(self, "_sealed", True)

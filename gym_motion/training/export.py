@@ -14,7 +14,9 @@ observation folded into the graph. B is dynamic.
 The ONNX ``metadata_props`` hold the deploy metadata that deployment stacks for BeyondMimic
 policies read (`gym_motion.deploy.deploy_metadata`: joint names, stiffness, damping,
 default pose, action scale, anchor body, tracked bodies, observation terms, command), all taken
-from the run's ``config.json``, plus ``run_path`` (the run folder). The graph is written by
+from the run's ``config.json``, plus ``run_path`` (the run folder), ``motion_files`` (the
+file names of the clips it trained on; eval and render ask for them) and ``training`` (one line
+from summary.json: steps, minutes, how far it tracked; `training_note`). The graph is written by
 torch's TorchScript-based exporter (``dynamo=False``: torch 2.13's default exporter needs the
 onnxscript package, this one only ``onnx``), checked with ``onnx.checker`` and, when
 onnxruntime is installed, against the torch module on random observations.
@@ -23,6 +25,7 @@ onnxruntime is installed, against the torch module on random observations.
 from __future__ import annotations
 
 import io
+import json
 import os
 import warnings
 from pathlib import Path
@@ -32,7 +35,7 @@ import numpy as np
 
 from gym_motion.atomic import write_bytes
 
-__all__ = ["MIN_OPSET", "OPSET", "export_run"]
+__all__ = ["MIN_OPSET", "OPSET", "export_run", "training_note"]
 
 OPSET = 17
 CHECK_TOL = 1e-5  # max |ONNX - torch| action difference accepted, relative to max(1, |action|)
@@ -71,6 +74,7 @@ def export_run(
     import torch
 
     from gym_motion.deploy.metadata import deploy_metadata
+    from gym_motion.motion import DEFAULT_MOTION_PATH
     from gym_motion.training.run_folder import RunFolder
 
     run = Path(run_dir)
@@ -112,6 +116,12 @@ def export_run(
         )
     proto = onnx.load_from_string(buf.getvalue())
     metadata = {**deploy_metadata(cfg), "run_path": str(run)}
+    clips = [Path(m) for m in folder.motions()]
+    if clips and clips != [DEFAULT_MOTION_PATH]:  # so that eval/render can ask for them
+        metadata["motion_files"] = ",".join(m.name for m in clips)
+    note = training_note(run)
+    if note:
+        metadata["training"] = note
     del proto.metadata_props[:]
     for key, value in metadata.items():
         entry = proto.metadata_props.add()
@@ -133,6 +143,40 @@ def export_run(
         "metadata": metadata,
         "max_abs_diff": diff,
     }
+
+
+def training_note(run_dir: str | os.PathLike) -> str | None:
+    """One line on how a run was trained and how far its policy tracked, from its config.json
+    and summary.json (the ONNX ``training`` metadata); None without a summary.
+
+    Example: ``"gym_motion 0.1.0, sb3 ppo, 256 envs, seed 0, residual actions, uniform starts:
+    12.0 M env steps, 2797 s of learning; from the clip start 173 of 529 steps, MPKPE 130.5 mm"``.
+    """
+    from importlib.metadata import version
+
+    from gym_motion.training.run_folder import RunFolder
+
+    folder = RunFolder(run_dir)
+    path = folder.path / "summary.json"
+    if not path.is_file():
+        return None
+    summary = json.loads(path.read_text())
+    train = folder.train_settings()
+    cfg = folder.env_cfg()
+    offset = "residual actions" if cfg.action_offset == "reference" else "default-pose actions"
+    note = (
+        f"gym_motion {version('gym_motion')}, {folder.library()} {train.get('algo', 'ppo')}, "
+        f"{train.get('num_envs')} envs, seed {train.get('seed')}, {offset}, "
+        f"{cfg.sampling.mode} starts: {summary['env_steps'] / 1e6:.1f} M env steps, "
+        f"{summary['train_wall_s']:.0f} s of learning"
+    )
+    clips = (summary.get("after") or {}).get("clips") or {}
+    for result in clips.values():
+        note += (
+            f"; from the clip start {result['episode_length']:.0f} of "
+            f"{result['max_episode_steps']} steps, MPKPE {result['mpkpe_mm']:.1f} mm"
+        )
+    return note
 
 
 def _fold_reference(module, cfg):
@@ -161,8 +205,8 @@ def _fold_reference(module, cfg):
         )
     robot = cfg.robot
     joints = robot.num_joints
-    default = torch.as_tensor(robot.default_joint_pos, dtype=torch.float32)
-    scale = torch.as_tensor(robot.action_scale, dtype=torch.float32)
+    default = torch.tensor(np.array(robot.default_joint_pos), dtype=torch.float32)
+    scale = torch.tensor(np.array(robot.action_scale), dtype=torch.float32)
 
     class ReferenceFold(torch.nn.Module):
         def __init__(self) -> None:

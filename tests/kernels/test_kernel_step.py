@@ -23,7 +23,8 @@ def _build(kernel, build):
 @pytest.mark.parametrize("build", BUILDS)
 @pytest.mark.parametrize("n", SIZES)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_joint_targets_match_numpy_and_zero_held_rows(build, n, dtype):
+@pytest.mark.parametrize("residual", [False, True])
+def test_joint_targets_match_numpy_and_zero_held_rows(build, n, dtype, residual):
     rng = rng_for(n, 40)
     j = 29
     actions = rng.normal(0.0, 3.0, (n, j)).astype(dtype)
@@ -31,20 +32,28 @@ def test_joint_targets_match_numpy_and_zero_held_rows(build, n, dtype):
     bias = f32(rng.uniform(-0.01, 0.01, (n, j)))
     held = rng.random(n) < 0.3
     action, last = f32(rng.normal(size=(n, j))), f32(rng.normal(size=(n, j)))
+    # the default pose on every row, or reference joint positions (residual actions)
+    offset = f32(rng.uniform(-1, 1, (n, j))) if residual else np.tile(default, (n, 1))
     # the NumPy of ActionManager before the kernel
     exp_last, exp_action = action.copy(), np.empty_like(action)
     np.copyto(exp_action, actions, casting="same_kind")
     exp_action[held] = 0.0
     exp_last[held] = 0.0
     expected = np.multiply(exp_action, scale)
-    expected += default
+    expected += offset
     expected -= bias
-    targets = np.full((n, j), np.nan, np.float32)
-    offset = np.tile(default, (n, 1))  # the default pose on every row (or the reference)
-    bad = _build(joint_targets, build)(scale, offset, bias, action, last, targets, actions, held)
+    # the action in BeyondMimic's convention, zero on held rows (a new episode's)
+    exp_obs = exp_action + (offset - default) / scale
+    exp_obs[held] = 0.0
+    targets, action_obs = (np.full((n, j), np.nan, np.float32) for _ in range(2))
+    kernel = _build(joint_targets, build)
+    bad = kernel(scale, offset, default, bias, action, last, action_obs, targets, actions, held)
     assert bad == 0
-    for got, want in ((targets, expected), (action, exp_action), (last, exp_last)):
+    for got, want in ((targets, expected), (action, exp_action), (last, exp_last),
+                      (action_obs, exp_obs)):  # fmt: skip
         assert got.tobytes() == want.tobytes()
+    if not residual:  # the default offset: the observed action is the action, bit for bit
+        np.testing.assert_array_equal(action_obs[~held], action[~held])
 
 
 @pytest.mark.parametrize("build", BUILDS)
@@ -52,11 +61,13 @@ def test_joint_targets_count_non_finite_rows_and_write_nothing(build):
     n, j = 6, 29
     actions = np.zeros((n, j), np.float32)
     actions[1, 3], actions[4, 0], actions[4, 7] = np.nan, np.inf, -np.inf
-    action, last, targets = (np.full((n, j), 7.0, np.float32) for _ in range(3))
-    args = (np.ones(j, np.float32), np.zeros((n, j), np.float32), np.zeros((n, j), np.float32))
-    bad = _build(joint_targets, build)(*args, action, last, targets, actions, np.zeros(n, bool))
+    action, last, obs, targets = (np.full((n, j), 7.0, np.float32) for _ in range(4))
+    zeros = np.zeros((n, j), np.float32)
+    args = (np.ones(j, np.float32), zeros, np.zeros(j, np.float32), zeros)
+    kernel = _build(joint_targets, build)
+    bad = kernel(*args, action, last, obs, targets, actions, np.zeros(n, bool))
     assert bad == 2
-    for a in (action, last, targets):
+    for a in (action, last, obs, targets):
         assert (a == 7.0).all()
 
 
@@ -156,13 +167,13 @@ def test_joint_targets_refuse_what_float32_or_mujoco_cannot_hold(build):
     actions[0, 2] = 1e300  # finite float64, inf as float32
     actions[2, 5] = -2.1 * MAX_TARGET  # target -1.05e10
     actions[3, 5] = 1.9 * MAX_TARGET  # target 0.95e10: accepted
-    action, last, targets = (np.full((n, j), 7.0, np.float32) for _ in range(3))
-    args = (scale, np.zeros((n, j), np.float32), np.zeros((n, j), np.float32))
-    bad = _build(joint_targets, build)(*args, action, last, targets, actions, np.zeros(n, bool))
-    assert bad == 2
-    for a in (action, last, targets):
+    action, last, obs, targets = (np.full((n, j), 7.0, np.float32) for _ in range(4))
+    zeros = np.zeros((n, j), np.float32)
+    args = (scale, zeros, np.zeros(j, np.float32), zeros)
+    kernel = _build(joint_targets, build)
+    assert kernel(*args, action, last, obs, targets, actions, np.zeros(n, bool)) == 2
+    for a in (action, last, obs, targets):
         assert (a == 7.0).all()
     actions[[0, 2]] = 0.0
-    kernel = _build(joint_targets, build)
-    assert kernel(*args, action, last, targets, actions, np.zeros(n, bool)) == 0
+    assert kernel(*args, action, last, obs, targets, actions, np.zeros(n, bool)) == 0
     assert np.isfinite(targets).all() and targets[3, 5] == np.float32(0.95 * MAX_TARGET)
