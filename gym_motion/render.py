@@ -31,6 +31,7 @@ import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import mujoco
 import numpy as np
@@ -46,6 +47,8 @@ __all__ = [
     "TrackingRenderer",
     "build_scene",
     "check_render_mode",
+    "dress",
+    "mesh_source",
     "state_qpos",
 ]
 
@@ -74,6 +77,10 @@ class RenderCfg:
             ghost where the reference is (over the robot), e.g. (0, 1, 0) beside it.
         shadows: cast shadows (about 2.5x the cost of a frame in software rendering).
         multisamples: anti-aliasing samples per pixel (0: none; 4 about doubles the cost).
+        meshes: how the robot is drawn: "auto" (its visual meshes where
+            `gym_motion.robots.meshes.visual_mjcf` finds them, else its collision
+            primitives), "off" (primitives), or the path of an MJCF of the robot whose bodies
+            carry visual mesh geoms (same body names). The physics model is never changed.
     """
 
     width: int = 320
@@ -87,6 +94,7 @@ class RenderCfg:
     ghost_offset: tuple[float, float, float] = (0.0, 0.0, 0.0)
     shadows: bool = False
     multisamples: int = 0
+    meshes: str = "auto"
 
     def __post_init__(self) -> None:
         for name in ("width", "height"):
@@ -106,6 +114,10 @@ class RenderCfg:
             raise ValueError(f"RenderCfg.ghost_offset must be 3 values, got {self.ghost_offset}")
         if self.multisamples < 0:
             raise ValueError(f"RenderCfg.multisamples must be >= 0, got {self.multisamples}")
+        if not isinstance(self.meshes, str | os.PathLike) or not str(self.meshes):
+            raise ValueError(
+                f'RenderCfg.meshes must be "auto", "off" or an MJCF path, got {self.meshes!r}'
+            )
 
     def updated(self, **changes) -> RenderCfg:
         """A copy with `changes` (field names of this class; ValueError for others)."""
@@ -165,13 +177,18 @@ def build_scene(robot: RobotSpec, cfg: RenderCfg) -> mujoco.MjModel:
     path = robot.mjcf_path
     if not path.is_file():
         raise FileNotFoundError(f"{robot.name} MJCF not found: {path}")
+    visual = mesh_source(robot, cfg.meshes)
     spec = mujoco.MjSpec.from_file(str(path))
     for key in list(spec.keys):
         spec.delete(key)
+    if visual is not None:
+        dress(spec, visual)
     if cfg.robot_rgba is not None:
         _paint(spec.geoms, cfg.robot_rgba)
     if cfg.ghost:
         ghost = mujoco.MjSpec.from_file(str(path))
+        if visual is not None:
+            dress(ghost, visual)
         _paint(ghost.geoms, cfg.ghost_rgba)
         for geom in ghost.geoms:
             geom.contype = geom.conaffinity = 0
@@ -207,6 +224,63 @@ def build_scene(robot: RobotSpec, cfg: RenderCfg) -> mujoco.MjModel:
         type=mujoco.mjtLightType.mjLIGHT_DIRECTIONAL, castshadow=bool(cfg.shadows),
     )  # fmt: skip
     return spec.compile()
+
+
+def mesh_source(robot: RobotSpec, meshes: str | os.PathLike) -> Path | None:
+    """The MJCF whose visual meshes dress `robot` for `RenderCfg.meshes`, or None
+    (primitives).
+
+    Raises:
+        FileNotFoundError: `meshes` names an MJCF file that does not exist.
+    """
+    from gym_motion.robots.meshes import visual_mjcf
+
+    if str(meshes) == "off":
+        return None
+    if str(meshes) == "auto":
+        return visual_mjcf(robot)
+    path = Path(meshes)
+    if not path.is_file():
+        raise FileNotFoundError(f"RenderCfg.meshes: no MJCF at {path}")
+    return path
+
+
+def dress(spec: mujoco.MjSpec, visual_mjcf: str | os.PathLike) -> int:
+    """Replace the geoms of `spec`'s bodies by the visual mesh geoms of the same bodies in
+    `visual_mjcf` (an MJCF of the same robot; its mesh files are read from its meshdir). For
+    picture-only models: the new geoms collide with nothing, have no mass, and keep the
+    source's pose in their body and its material's colour.
+
+    Returns:
+        The number of mesh geoms added.
+
+    Raises:
+        ValueError: `visual_mjcf` has no mesh geom on any body of `spec`.
+    """
+    source = mujoco.MjSpec.from_file(str(visual_mjcf))
+    meshdir = Path(source.modelfiledir or Path(visual_mjcf).parent) / (source.meshdir or "")
+    bodies = {b.name: b for b in spec.bodies if b.name}
+    colours = {m.name: list(m.rgba) for m in source.materials}
+    geoms = [g for g in source.geoms if g.type == mujoco.mjtGeom.mjGEOM_MESH
+             and g.parent.name in bodies]  # fmt: skip
+    if not geoms:
+        raise ValueError(f"{visual_mjcf} has no mesh geom on the robot's bodies")
+    for geom in list(spec.geoms):
+        if geom.parent.name in bodies and geom.parent.name != "world":
+            spec.delete(geom)
+    added: dict[str, str] = {}
+    for mesh in source.meshes:
+        if mesh.name in {g.meshname for g in geoms} and mesh.name not in added:
+            name = f"visual/{mesh.name}"
+            spec.add_mesh(name=name, file=str(meshdir / mesh.file), scale=list(mesh.scale))
+            added[mesh.name] = name
+    for g in geoms:
+        bodies[g.parent.name].add_geom(
+            type=mujoco.mjtGeom.mjGEOM_MESH, meshname=added[g.meshname], pos=list(g.pos),
+            quat=list(g.quat), rgba=colours.get(g.material, list(g.rgba)), contype=0,
+            conaffinity=0, group=2, density=0.0,
+        )  # fmt: skip
+    return len(geoms)
 
 
 def _paint(geoms, rgba) -> None:
