@@ -47,6 +47,7 @@ __all__ = [
     "TrackingRenderer",
     "build_scene",
     "check_render_mode",
+    "qpos_columns",
     "dress",
     "mesh_source",
     "state_qpos",
@@ -317,8 +318,8 @@ class TrackingRenderer:
         self.cfg = cfg = cfg or RenderCfg()
         self.model = m = build_scene(robot, cfg)
         self.data = mujoco.MjData(m)
-        self._robot_adr = _qpos_columns(m, robot, "")
-        self._ghost_adr = _qpos_columns(m, robot, GHOST_PREFIX) if cfg.ghost else None
+        self._robot_adr = qpos_columns(m, robot, "")
+        self._ghost_adr = qpos_columns(m, robot, GHOST_PREFIX) if cfg.ghost else None
         self._ghost_offset = np.asarray(cfg.ghost_offset, np.float64)
         self._anchor = m.body(robot.anchor_body).id
         self.camera = cam = mujoco.MjvCamera()
@@ -429,7 +430,7 @@ class EnvFrames(Sequence):
         return self._frames[i]
 
 
-def _qpos_columns(model: mujoco.MjModel, robot: RobotSpec, prefix: str) -> np.ndarray:
+def qpos_columns(model: mujoco.MjModel, robot: RobotSpec, prefix: str) -> np.ndarray:
     """Columns of the scene's qpos for the robot copy named with `prefix`: (7 + J,) int64,
     the root's free joint then `robot.joint_names`."""
     root = model.body(prefix + robot.root_body)
