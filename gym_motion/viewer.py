@@ -46,7 +46,7 @@ HISTORY = 250
 """Control steps shown by the live plots (5 s at 50 Hz)."""
 
 MAX_SPEED = 4.0  # x real time
-_UPDATE_S = 0.02  # the scene is sent at most this often, s (50 Hz)
+_UPDATE_S = 1.0 / 30.0  # the scene is sent at most this often, s
 
 
 class ScenePoser:
@@ -215,7 +215,7 @@ class _BrowserUI:
     def _on_connect(self, client: Any) -> None:
         anchor = self.poser.anchor_pos
         # position first: viser moves look_at along with it
-        client.camera.position = anchor + np.array([2.0, -2.5, 0.8])
+        client.camera.position = anchor + np.array([1.3, -1.7, 0.4])
         client.camera.look_at = anchor
 
     # ------------------------------------------------------------------ the loop (this thread)
