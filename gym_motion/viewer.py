@@ -47,6 +47,7 @@ HISTORY = 250
 
 MAX_SPEED = 4.0  # x real time
 _UPDATE_S = 1.0 / 30.0  # the scene is sent at most this often, s
+_CAMERA_OFFSET = np.array([1.2, -1.6, 0.3])  # from the anchor body, m (2 m away, in front)
 
 
 class ScenePoser:
@@ -159,7 +160,8 @@ class _BrowserUI:
         self._errors: dict[str, deque[float]] = {}
         scene = server.scene
         scene.set_up_direction("+z")
-        scene.add_grid("/floor", width=20.0, height=20.0, cell_size=1.0, section_size=1.0)
+        self.floor = scene.add_grid("/floor", width=40.0, height=40.0, cell_size=1.0,
+                                    section_size=1.0)  # fmt: skip
         self._bodies = []
         for mesh in body_geometry(self.poser.model):
             ghost = mesh.body.startswith(GHOST_PREFIX)
@@ -189,7 +191,8 @@ class _BrowserUI:
         clip.on_update(
             lambda e: self.events.put(("clip", session.clip_names.index(e.target.value)))
         )
-        self.follow = gui.add_checkbox("Camera follows the robot", initial_value=True)
+        self.follow = gui.add_checkbox("Follow the robot", initial_value=True)
+        self.follow.on_update(lambda _: self.events.put(("follow", None)))
         self.reward_plot = self.error_plot = None
         if not session.kinematic:
             self.reward_plot = gui.add_uplot(
@@ -202,10 +205,13 @@ class _BrowserUI:
                 title="tracking errors (m, rad)", aspect=1.4, scales={"x": {"time": False}},
             )  # fmt: skip
         self._viser = viser
-        self._last_anchor: np.ndarray | None = None
-        server.on_client_connect(self._on_connect)
         self._update_scene()
         self._show_frame()
+        camera = server.initial_camera  # new clients and "Reset View" start here
+        anchor = self._view_anchor()
+        camera.position = anchor + _CAMERA_OFFSET
+        camera.look_at = anchor
+        server.on_client_connect(self._on_connect)
 
     # ------------------------------------------------------------------ events (viser threads)
     def _on_seek(self, event: Any) -> None:
@@ -213,9 +219,9 @@ class _BrowserUI:
             self.events.put(("seek", int(event.target.value)))
 
     def _on_connect(self, client: Any) -> None:
-        anchor = self.poser.anchor_pos
+        anchor = self._view_anchor()
         # position first: viser moves look_at along with it
-        client.camera.position = anchor + np.array([1.3, -1.7, 0.4])
+        client.camera.position = anchor + _CAMERA_OFFSET
         client.camera.look_at = anchor
 
     # ------------------------------------------------------------------ the loop (this thread)
@@ -269,7 +275,6 @@ class _BrowserUI:
                 s.select_clip(value)
                 self.seek.max = max(1, s.last_start)
                 self._clear_plots()
-                self._last_anchor = None
 
     def _record(self, result: StepResult) -> None:
         if result.ended is not None:
@@ -308,24 +313,26 @@ class _BrowserUI:
                 )
             plot.data = (x, *data)
 
+    def _view_anchor(self) -> np.ndarray:
+        """Where the anchor body is drawn: (3,) m, over the origin when following."""
+        anchor = self.poser.anchor_pos
+        if self.follow.value:
+            anchor[:2] = 0.0
+        return anchor
+
     def _update_scene(self) -> None:
         robot, ghost = self.session.poses()
         self.poser.pose(robot, ghost)
         d = self.poser.data
+        # following the robot moves the world under it, not the users' cameras
+        shift = np.zeros(3)
+        if self.follow.value:
+            shift[:2] = self.poser.anchor_pos[:2]
         with self.server.atomic():
             for body, handle in self._bodies:
-                handle.position = d.xpos[body]
+                handle.position = d.xpos[body] - shift
                 handle.wxyz = d.xquat[body]
-        anchor = self.poser.anchor_pos
-        if self.follow.value and self._last_anchor is not None:
-            delta = anchor - self._last_anchor
-            delta[2] = 0.0
-            if np.any(delta):
-                for client in self.server.get_clients().values():
-                    look_at = client.camera.look_at + delta
-                    client.camera.position = client.camera.position + delta
-                    client.camera.look_at = look_at
-        self._last_anchor = anchor
+            self.floor.position = -shift
 
 
 _COLOURS = ("#e6550d", "#3182bd", "#31a354", "#756bb1", "#636363", "#d6616b", "#8c6d31",

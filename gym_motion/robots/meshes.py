@@ -28,7 +28,7 @@ __all__ = ["ENV_VAR", "MENAGERIE_MODELS", "visual_mjcf"]
 ENV_VAR = "GYM_MOTION_MESHES"
 """Environment variable: an MJCF with the robot's visual meshes, or ``off``."""
 
-MENAGERIE_MODELS: dict[str, tuple[str, str]] = {"g1": ("unitree_g1", "g1")}
+MENAGERIE_MODELS: dict[str, tuple[str, str]] = {"g1": ("unitree_g1", "g1_mjlab")}
 """`RobotSpec.name` -> (MuJoCo Menagerie model name, entry point) with the same body names."""
 
 
