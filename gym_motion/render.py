@@ -167,13 +167,17 @@ def state_qpos(body_state: BodyState, root: int, env_ids: np.ndarray) -> np.ndar
 def build_scene(robot: RobotSpec, cfg: RenderCfg) -> mujoco.MjModel:
     """Compile the render-only model: the robot, its ghost copy, floor, sky and lights.
 
+    The robot is drawn with its visual meshes where ``cfg.meshes`` finds them (`mesh_source`,
+    `dress`), else with its own geoms (the G1's collision primitives).
+
     The robot keeps its MJCF names; the ghost's names are prefixed with `GHOST_PREFIX`, its
     geoms collide with nothing and have colour ``cfg.ghost_rgba`` (materials removed). The model
     has no keyframes and its offscreen buffer is ``cfg.width`` x ``cfg.height``. It is for
     drawing only: positions are set directly and never stepped.
 
     Raises:
-        FileNotFoundError: the robot's MJCF does not exist.
+        FileNotFoundError: the robot's MJCF, or the MJCF ``cfg.meshes`` names, does not exist.
+        ValueError: that MJCF has no mesh geom on the robot's bodies.
     """
     path = robot.mjcf_path
     if not path.is_file():

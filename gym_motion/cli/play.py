@@ -58,6 +58,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    try:
+        return _play(args)
+    except KeyboardInterrupt:  # Ctrl-C before the server was up: nothing is left running
+        print("gym-motion play: stopped", file=sys.stderr)
+        return 0
+
+
+def _play(args: argparse.Namespace) -> int:
     from gym_motion import viewer
     from gym_motion.play import PlaySession
     from gym_motion.render import RenderCfg
