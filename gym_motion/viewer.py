@@ -148,8 +148,6 @@ class _BrowserUI:
 
     def __init__(self, server: Any, session: PlaySession, render_cfg: RenderCfg | None,
                  paused: bool):  # fmt: skip
-        import viser
-
         self.server, self.session = server, session
         self.poser = ScenePoser(session, render_cfg)
         self.events: queue.Queue[tuple[str, Any]] = queue.Queue()
@@ -204,7 +202,6 @@ class _BrowserUI:
                 data=(np.zeros(1), np.zeros(1)), series=({"label": "step"}, {"label": "-"}),
                 title="tracking errors (m, rad)", aspect=1.4, scales={"x": {"time": False}},
             )  # fmt: skip
-        self._viser = viser
         self._update_scene()
         self._show_frame()
         camera = server.initial_camera  # new clients and "Reset View" start here
@@ -228,7 +225,7 @@ class _BrowserUI:
     def run(self, stop: threading.Event) -> None:
         s = self.session
         next_step = time.perf_counter()
-        last_update = 0.0
+        last_update, dirty = 0.0, False  # dirty: a change not yet sent to the browsers
         while not stop.is_set():
             changed = self._handle_events()
             now = time.perf_counter()
@@ -241,10 +238,11 @@ class _BrowserUI:
                 changed = True
             elif not self.playing:
                 next_step = now
-            if changed and now - last_update >= _UPDATE_S:
+            dirty = dirty or changed
+            if dirty and now - last_update >= _UPDATE_S:
                 self._update_scene()
                 self._show_frame()
-                last_update = now
+                last_update, dirty = now, False
             time.sleep(min(_UPDATE_S / 2, max(0.0, next_step - time.perf_counter())))
 
     def _handle_events(self) -> bool:

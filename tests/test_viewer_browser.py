@@ -84,6 +84,14 @@ def _settled(page) -> int | None:
     return before if _frame(page) == before else None
 
 
+def _still_view(page) -> np.ndarray | None:
+    """The view if it stays the same (but for < 50 pixels) for half a second, else None."""
+    before = _view(page)
+    time.sleep(0.5)
+    after = _view(page)
+    return after if np.count_nonzero(np.any(after != before, axis=2)) < 50 else None
+
+
 def _view(page) -> np.ndarray:
     from PIL import Image
 
@@ -126,7 +134,7 @@ def test_browser_plays_pauses_and_seeks_then_ctrl_c_stops_cleanly(play_url):
             # a software-rendering browser on a busy machine lags the server by seconds)
             page.get_by_role("button", name="Pause").click()
             paused = _wait(lambda: _settled(page), timeout=30, what="the counter to stop")
-            still = _view(page)
+            still = _wait(lambda: _still_view(page), what="the view to stop changing")
             time.sleep(1.5)
             assert _frame(page) == paused
             assert np.count_nonzero(np.any(_view(page) != still, axis=2)) < 50
