@@ -29,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -187,7 +188,13 @@ def build_scene(robot: RobotSpec, cfg: RenderCfg) -> mujoco.MjModel:
     for key in list(spec.keys):
         spec.delete(key)
     if visual is not None:
-        dress(spec, visual)
+        try:
+            dress(spec, visual)
+        except ValueError as exc:  # raised before `spec` is changed
+            if str(cfg.meshes) != "auto":
+                raise
+            warnings.warn(f"drawing {robot.name}'s collision primitives: {exc}", stacklevel=2)
+            visual = None
     if cfg.robot_rgba is not None:
         _paint(spec.geoms, cfg.robot_rgba)
     if cfg.ghost:
@@ -252,7 +259,8 @@ def mesh_source(robot: RobotSpec, meshes: str | os.PathLike) -> Path | None:
 
 def dress(spec: mujoco.MjSpec, visual_mjcf: str | os.PathLike) -> int:
     """Replace the geoms of `spec`'s bodies by the visual mesh geoms of the same bodies in
-    `visual_mjcf` (an MJCF of the same robot; its mesh files are read from its meshdir). For
+    `visual_mjcf` (an MJCF of the same robot; its mesh files are read from its meshdir; bodies
+    it has no mesh for keep their geoms). For
     picture-only models: the new geoms collide with nothing, have no mass, and keep the
     source's pose in their body and its material's colour.
 
@@ -270,8 +278,9 @@ def dress(spec: mujoco.MjSpec, visual_mjcf: str | os.PathLike) -> int:
              and g.parent.name in bodies]  # fmt: skip
     if not geoms:
         raise ValueError(f"{visual_mjcf} has no mesh geom on the robot's bodies")
-    for geom in list(spec.geoms):
-        if geom.parent.name in bodies and geom.parent.name != "world":
+    dressed = {g.parent.name for g in geoms} - {"world"}
+    for geom in list(spec.geoms):  # bodies without a mesh in the source keep their geoms
+        if geom.parent.name in dressed:
             spec.delete(geom)
     added: dict[str, str] = {}
     for mesh in source.meshes:

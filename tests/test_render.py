@@ -308,3 +308,33 @@ def test_an_mjcf_without_meshes_on_the_robot_is_refused(tmp_path):
                      "</mujoco>")  # fmt: skip
     with pytest.raises(ValueError, match="no mesh geom on the robot's bodies"):
         build_scene(G1, RenderCfg(meshes=str(other)))
+
+
+def test_auto_meshes_from_an_mjcf_of_another_robot_fall_back_to_primitives(monkeypatch, tmp_path):
+    from gym_motion.render import build_scene
+
+    other = tmp_path / "other.xml"
+    other.write_text("<mujoco><worldbody><body name='x'><geom size='0.1'/></body></worldbody>"
+                     "</mujoco>")  # fmt: skip
+    monkeypatch.setenv("GYM_MOTION_MESHES", str(other))
+    with pytest.warns(UserWarning, match="drawing g1's collision primitives"):
+        scene = build_scene(G1, RenderCfg(meshes="auto"))
+    assert scene.nmesh == 0 and scene.ngeom == build_scene(G1, RenderCfg(meshes="off")).ngeom
+
+
+@needs_reference_meshes
+def test_bodies_without_a_mesh_in_the_source_keep_their_geoms(tmp_path):
+    from gym_motion.render import build_scene
+
+    source = mujoco.MjSpec.from_file(str(REFERENCE_G1))
+    for geom in list(source.geoms):  # the source loses the pelvis meshes
+        if geom.parent.name == "pelvis" and geom.type == mujoco.mjtGeom.mjGEOM_MESH:
+            source.delete(geom)
+    source.meshdir = str(REFERENCE_G1.parent / "assets")
+    partial = tmp_path / "g1_partial.xml"
+    partial.write_text(source.to_xml())
+    scene = build_scene(G1, RenderCfg(meshes=str(partial), ghost=False))
+    pelvis = scene.geom_bodyid == scene.body("pelvis").id
+    assert pelvis.any() and not np.any(scene.geom_type[pelvis] == mujoco.mjtGeom.mjGEOM_MESH)
+    knee = scene.geom_bodyid == scene.body("left_knee_link").id
+    assert np.all(scene.geom_type[knee] == mujoco.mjtGeom.mjGEOM_MESH)
