@@ -29,8 +29,10 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import mujoco
 import numpy as np
@@ -46,6 +48,9 @@ __all__ = [
     "TrackingRenderer",
     "build_scene",
     "check_render_mode",
+    "qpos_columns",
+    "dress",
+    "mesh_source",
     "state_qpos",
 ]
 
@@ -74,6 +79,10 @@ class RenderCfg:
             ghost where the reference is (over the robot), e.g. (0, 1, 0) beside it.
         shadows: cast shadows (about 2.5x the cost of a frame in software rendering).
         multisamples: anti-aliasing samples per pixel (0: none; 4 about doubles the cost).
+        meshes: how the robot is drawn: "auto" (its visual meshes where
+            `gym_motion.robots.meshes.visual_mjcf` finds them, else its collision
+            primitives), "off" (primitives), or the path of an MJCF of the robot whose bodies
+            carry visual mesh geoms (same body names). The physics model is never changed.
     """
 
     width: int = 320
@@ -87,6 +96,7 @@ class RenderCfg:
     ghost_offset: tuple[float, float, float] = (0.0, 0.0, 0.0)
     shadows: bool = False
     multisamples: int = 0
+    meshes: str = "auto"
 
     def __post_init__(self) -> None:
         for name in ("width", "height"):
@@ -106,6 +116,10 @@ class RenderCfg:
             raise ValueError(f"RenderCfg.ghost_offset must be 3 values, got {self.ghost_offset}")
         if self.multisamples < 0:
             raise ValueError(f"RenderCfg.multisamples must be >= 0, got {self.multisamples}")
+        if not isinstance(self.meshes, str | os.PathLike) or not str(self.meshes):
+            raise ValueError(
+                f'RenderCfg.meshes must be "auto", "off" or an MJCF path, got {self.meshes!r}'
+            )
 
     def updated(self, **changes) -> RenderCfg:
         """A copy with `changes` (field names of this class; ValueError for others)."""
@@ -155,24 +169,39 @@ def state_qpos(body_state: BodyState, root: int, env_ids: np.ndarray) -> np.ndar
 def build_scene(robot: RobotSpec, cfg: RenderCfg) -> mujoco.MjModel:
     """Compile the render-only model: the robot, its ghost copy, floor, sky and lights.
 
+    The robot is drawn with its visual meshes where ``cfg.meshes`` finds them (`mesh_source`,
+    `dress`), else with its own geoms (the G1's collision primitives).
+
     The robot keeps its MJCF names; the ghost's names are prefixed with `GHOST_PREFIX`, its
     geoms collide with nothing and have colour ``cfg.ghost_rgba`` (materials removed). The model
     has no keyframes and its offscreen buffer is ``cfg.width`` x ``cfg.height``. It is for
     drawing only: positions are set directly and never stepped.
 
     Raises:
-        FileNotFoundError: the robot's MJCF does not exist.
+        FileNotFoundError: the robot's MJCF, or the MJCF ``cfg.meshes`` names, does not exist.
+        ValueError: that MJCF has no mesh geom on the robot's bodies.
     """
     path = robot.mjcf_path
     if not path.is_file():
         raise FileNotFoundError(f"{robot.name} MJCF not found: {path}")
+    visual = mesh_source(robot, cfg.meshes)
     spec = mujoco.MjSpec.from_file(str(path))
     for key in list(spec.keys):
         spec.delete(key)
+    if visual is not None:
+        try:
+            dress(spec, visual)
+        except ValueError as exc:  # raised before `spec` is changed
+            if str(cfg.meshes) != "auto":
+                raise
+            warnings.warn(f"drawing {robot.name}'s collision primitives: {exc}", stacklevel=2)
+            visual = None
     if cfg.robot_rgba is not None:
         _paint(spec.geoms, cfg.robot_rgba)
     if cfg.ghost:
         ghost = mujoco.MjSpec.from_file(str(path))
+        if visual is not None:
+            dress(ghost, visual)
         _paint(ghost.geoms, cfg.ghost_rgba)
         for geom in ghost.geoms:
             geom.contype = geom.conaffinity = 0
@@ -210,6 +239,65 @@ def build_scene(robot: RobotSpec, cfg: RenderCfg) -> mujoco.MjModel:
     return spec.compile()
 
 
+def mesh_source(robot: RobotSpec, meshes: str | os.PathLike) -> Path | None:
+    """The MJCF whose visual meshes dress `robot` for `RenderCfg.meshes`, or None
+    (primitives).
+
+    Raises:
+        FileNotFoundError: `meshes` names an MJCF file that does not exist.
+    """
+    from gym_motion.robots.meshes import visual_mjcf
+
+    if str(meshes) == "off":
+        return None
+    if str(meshes) == "auto":
+        return visual_mjcf(robot)
+    path = Path(meshes)
+    if not path.is_file():
+        raise FileNotFoundError(f"RenderCfg.meshes: no MJCF at {path}")
+    return path
+
+
+def dress(spec: mujoco.MjSpec, visual_mjcf: str | os.PathLike) -> int:
+    """Replace the geoms of `spec`'s bodies by the visual mesh geoms of the same bodies in
+    `visual_mjcf` (an MJCF of the same robot; its mesh files are read from its meshdir; bodies
+    it has no mesh for keep their geoms). For
+    picture-only models: the new geoms collide with nothing, have no mass, and keep the
+    source's pose in their body and its material's colour.
+
+    Returns:
+        The number of mesh geoms added.
+
+    Raises:
+        ValueError: `visual_mjcf` has no mesh geom on any body of `spec`.
+    """
+    source = mujoco.MjSpec.from_file(str(visual_mjcf))
+    meshdir = Path(source.modelfiledir or Path(visual_mjcf).parent) / (source.meshdir or "")
+    bodies = {b.name: b for b in spec.bodies if b.name}
+    colours = {m.name: list(m.rgba) for m in source.materials}
+    geoms = [g for g in source.geoms if g.type == mujoco.mjtGeom.mjGEOM_MESH
+             and g.parent.name in bodies]  # fmt: skip
+    if not geoms:
+        raise ValueError(f"{visual_mjcf} has no mesh geom on the robot's bodies")
+    dressed = {g.parent.name for g in geoms} - {"world"}
+    for geom in list(spec.geoms):  # bodies without a mesh in the source keep their geoms
+        if geom.parent.name in dressed:
+            spec.delete(geom)
+    added: dict[str, str] = {}
+    for mesh in source.meshes:
+        if mesh.name in {g.meshname for g in geoms} and mesh.name not in added:
+            name = f"visual/{mesh.name}"
+            spec.add_mesh(name=name, file=str(meshdir / mesh.file), scale=list(mesh.scale))
+            added[mesh.name] = name
+    for g in geoms:
+        bodies[g.parent.name].add_geom(
+            type=mujoco.mjtGeom.mjGEOM_MESH, meshname=added[g.meshname], pos=list(g.pos),
+            quat=list(g.quat), rgba=colours.get(g.material, list(g.rgba)), contype=0,
+            conaffinity=0, group=2, density=0.0,
+        )  # fmt: skip
+    return len(geoms)
+
+
 def _paint(geoms, rgba) -> None:
     for geom in geoms:
         geom.material = ""
@@ -244,8 +332,8 @@ class TrackingRenderer:
         self.cfg = cfg = cfg or RenderCfg()
         self.model = m = build_scene(robot, cfg)
         self.data = mujoco.MjData(m)
-        self._robot_adr = _qpos_columns(m, robot, "")
-        self._ghost_adr = _qpos_columns(m, robot, GHOST_PREFIX) if cfg.ghost else None
+        self._robot_adr = qpos_columns(m, robot, "")
+        self._ghost_adr = qpos_columns(m, robot, GHOST_PREFIX) if cfg.ghost else None
         self._ghost_offset = np.asarray(cfg.ghost_offset, np.float64)
         self._anchor = m.body(robot.anchor_body).id
         self.camera = cam = mujoco.MjvCamera()
@@ -356,7 +444,7 @@ class EnvFrames(Sequence):
         return self._frames[i]
 
 
-def _qpos_columns(model: mujoco.MjModel, robot: RobotSpec, prefix: str) -> np.ndarray:
+def qpos_columns(model: mujoco.MjModel, robot: RobotSpec, prefix: str) -> np.ndarray:
     """Columns of the scene's qpos for the robot copy named with `prefix`: (7 + J,) int64,
     the root's free joint then `robot.joint_names`."""
     root = model.body(prefix + robot.root_body)

@@ -22,7 +22,7 @@ LAYERS = (
     ("core", ("config_values", "atomic", "curriculum", "robots", "kernels", "motion",
               "backends")),
     ("env", ("managers", "envs", "render", "__init__")),
-    ("policies", ("policy", "evaluate", "video", "deploy", "bench")),
+    ("policies", ("policy", "evaluate", "video", "play", "viewer", "deploy", "bench")),
     ("adapters", ("adapters",)),
     ("training", ("training",)),
     ("cli", ("cli",)),

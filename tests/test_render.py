@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import gymnasium as gym
+import mujoco
 import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode
@@ -241,3 +244,112 @@ def test_mjwarp_backend_renders_the_same_first_frame(gl):
         env.close()
     assert np.abs(frames[0] - frames[1]).max() <= 2
     assert frames[0].std() > 10.0  # a picture, not a blank
+
+
+REFERENCE_G1 = Path(__file__).resolve().parents[2] / "shared" / "reference" / "g1" / "g1.xml"
+needs_reference_meshes = pytest.mark.skipif(
+    not REFERENCE_G1.is_file(), reason=f"no G1 model with visual meshes at {REFERENCE_G1}"
+)
+
+
+def _mesh_geoms(model) -> int:
+    return int(np.count_nonzero(model.geom_type == mujoco.mjtGeom.mjGEOM_MESH))
+
+
+@needs_reference_meshes
+def test_meshes_dress_robot_and_ghost_and_nothing_collides():
+    from gym_motion.render import build_scene
+
+    plain = build_scene(G1, RenderCfg(meshes="off"))
+    dressed = build_scene(G1, RenderCfg(meshes=str(REFERENCE_G1)))
+    assert _mesh_geoms(plain) == 0
+    source = mujoco.MjModel.from_xml_path(str(REFERENCE_G1))
+    assert _mesh_geoms(dressed) == 2 * _mesh_geoms(source)  # the robot's and the ghost's
+    robot_geoms = dressed.geom_bodyid > 0
+    assert np.all(dressed.geom_type[robot_geoms] == mujoco.mjtGeom.mjGEOM_MESH)
+    assert not np.any(dressed.geom_contype[robot_geoms] | dressed.geom_conaffinity[robot_geoms])
+    # bodies and joints are the robot's: poses are written the same way
+    assert (dressed.nbody, dressed.nq) == (plain.nbody, plain.nq)
+
+
+@needs_reference_meshes
+def test_mesh_frames_draw_the_robot_where_primitives_do(gl):
+    pose = np.r_[0.0, 0.0, 0.8, 1.0, 0.0, 0.0, 0.0, G1.default_joint_pos]
+    frames = {}
+    for meshes in ("off", str(REFERENCE_G1)):
+        r = TrackingRenderer(G1, SMALL.updated(ghost=False, meshes=meshes))
+        frames[meshes] = r.render(pose)
+        r.close()
+    plain, dressed = robot_mask(frames["off"]), robot_mask(frames[str(REFERENCE_G1)])
+    assert plain.sum() > 200 and dressed.sum() > 200
+    assert np.abs(centroid(plain) - centroid(dressed)).max() < 6  # same place, pixels
+    assert np.count_nonzero(plain != dressed) > 50  # another shape
+
+
+@needs_reference_meshes
+def test_env_rgb_array_with_meshes_leaves_the_physics_model_alone(gl):
+    cfg = SMALL.updated(ghost=False, meshes=str(REFERENCE_G1))
+    env = TrackingVecEnv(num_envs=1, cfg=eval_cfg(), render_mode="rgb_array", render_cfg=cfg)
+    env.reset(seed=0)
+    before = (env.model.ngeom, env.model.nmesh)
+    assert robot_mask(env.render()[0]).sum() > 200
+    assert (env.model.ngeom, env.model.nmesh) == before and env.model.nmesh == 0
+    assert _mesh_geoms(env._renderer.model) > 0
+    env.close()
+
+
+def test_meshes_auto_follows_the_environment_variable(monkeypatch, tmp_path):
+    from gym_motion.render import mesh_source
+
+    monkeypatch.setenv("GYM_MOTION_MESHES", "off")
+    assert mesh_source(G1, "auto") is None
+    model = tmp_path / "g1.xml"
+    model.write_text("<mujoco/>")
+    monkeypatch.setenv("GYM_MOTION_MESHES", str(model))
+    assert mesh_source(G1, "auto") == model
+    assert mesh_source(G1, "off") is None
+    monkeypatch.setenv("GYM_MOTION_MESHES", str(tmp_path / "none.xml"))
+    with pytest.raises(FileNotFoundError, match="GYM_MOTION_MESHES"):
+        mesh_source(G1, "auto")
+    with pytest.raises(FileNotFoundError, match="RenderCfg.meshes"):
+        mesh_source(G1, tmp_path / "none.xml")
+
+
+def test_an_mjcf_without_meshes_on_the_robot_is_refused(tmp_path):
+    from gym_motion.render import build_scene
+
+    other = tmp_path / "other.xml"
+    other.write_text("<mujoco><worldbody><body name='x'><geom size='0.1'/></body></worldbody>"
+                     "</mujoco>")  # fmt: skip
+    with pytest.raises(ValueError, match="no mesh geom on the robot's bodies"):
+        build_scene(G1, RenderCfg(meshes=str(other)))
+
+
+def test_auto_meshes_from_an_mjcf_of_another_robot_fall_back_to_primitives(monkeypatch, tmp_path):
+    from gym_motion.render import build_scene
+
+    other = tmp_path / "other.xml"
+    other.write_text("<mujoco><worldbody><body name='x'><geom size='0.1'/></body></worldbody>"
+                     "</mujoco>")  # fmt: skip
+    monkeypatch.setenv("GYM_MOTION_MESHES", str(other))
+    with pytest.warns(UserWarning, match="drawing g1's collision primitives"):
+        scene = build_scene(G1, RenderCfg(meshes="auto"))
+    assert scene.nmesh == 0 and scene.ngeom == build_scene(G1, RenderCfg(meshes="off")).ngeom
+
+
+@needs_reference_meshes
+def test_bodies_without_a_mesh_in_the_source_keep_their_geoms(tmp_path):
+    from gym_motion.render import build_scene
+
+    source = mujoco.MjSpec.from_file(str(REFERENCE_G1))
+    for geom in list(source.geoms):  # the source loses the pelvis meshes
+        if geom.parent.name == "pelvis" and geom.type == mujoco.mjtGeom.mjGEOM_MESH:
+            source.delete(geom)
+    source.meshdir = str(REFERENCE_G1.parent / "assets")
+    partial = tmp_path / "g1_partial.xml"
+    partial.write_text(source.to_xml())
+    scene = build_scene(G1, RenderCfg(meshes=str(partial), ghost=False))
+    pelvis = scene.geom_bodyid == scene.body("pelvis").id
+    assert pelvis.any() and not np.any(scene.geom_type[pelvis] == mujoco.mjtGeom.mjGEOM_MESH)
+    knee = scene.geom_bodyid == scene.body("left_knee_link").id
+    assert np.all(scene.geom_type[knee] == mujoco.mjtGeom.mjGEOM_MESH)

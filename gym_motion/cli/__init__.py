@@ -1,7 +1,8 @@
 """gym-motion: motion clips, training, evaluation, ONNX export, videos and benchmarks.
 
 The ``gym-motion`` command line; every flag of every subcommand is defined in this package.
-Each subcommand's module (`motion`, `train`, `evaluate`, `export`, `render`, `bench`) has a
+Each subcommand's module (`motion`, `train`, `evaluate`, `export`, `render`, `play`,
+`bench`) has a
 registrar that adds its parser to the subparsers and sets ``func``, the function that runs it
 with the parsed arguments: it builds the typed configs and calls the library functions, and
 returns an exit code. Add a subcommand by writing a registrar and listing it in
@@ -27,7 +28,7 @@ import sys
 import warnings
 from collections.abc import Callable, Sequence
 
-from gym_motion.cli import bench, evaluate, export, motion, render, train
+from gym_motion.cli import bench, evaluate, export, motion, play, render, train
 
 Registrar = Callable[[argparse._SubParsersAction], None]
 
@@ -39,6 +40,7 @@ SUBCOMMANDS: dict[str, Registrar] = {
     "eval": evaluate.register,
     "export": export.register,
     "render": render.register,
+    "play": play.register,
     "bench": bench.register,
 }
 
@@ -77,7 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         extra = _OPTIONAL[exc.name]
         what = {"sb3": "training", "rsl_rl": "rsl_rl training", "onnx": "ONNX",
-                "render": "video"}[extra]  # fmt: skip
+                "render": "video", "viewer": "viewer"}[extra]  # fmt: skip
         print(
             f"gym-motion {args.command}: error: {exc.name} is not installed; "
             f'install the {what} extras: pip install -e ".[{extra}]"',
@@ -105,6 +107,7 @@ _OPTIONAL = dict.fromkeys(("stable_baselines3", "torch", "tensorboard", "matplot
 _OPTIONAL.update(dict.fromkeys(("onnx", "onnxruntime", "yaml"), "onnx"))
 _OPTIONAL.update(dict.fromkeys(("rsl_rl", "tensordict"), "rsl_rl"))
 _OPTIONAL["imageio_ffmpeg"] = "render"
+_OPTIONAL["viser"] = "viewer"
 
 
 if __name__ == "__main__":

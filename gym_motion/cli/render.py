@@ -42,6 +42,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--hold", type=cli_number(float, 0.0), default=1.0,
         help="seconds the frame of a termination is held",
     )
+    p.add_argument("--meshes", default="auto", metavar="auto|off|MJCF",
+                   help="draw the robot's visual meshes (auto: where found, see "
+                   "gym_motion.robots.meshes), its collision primitives (off), or the meshes "
+                   "of this MJCF")  # fmt: skip
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=_run)
 
@@ -73,7 +77,7 @@ def _run(args: argparse.Namespace) -> int:
         seconds=args.seconds,
         fps=args.fps,
         hold_s=args.hold,
-        render_cfg=RenderCfg(width=args.width, height=args.height),
+        render_cfg=RenderCfg(width=args.width, height=args.height, meshes=args.meshes),
         obs_mode=obs_mode,
         seed=args.seed,
         playback="frame_per_step" if args.frame_per_step else "real_time",

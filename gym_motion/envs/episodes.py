@@ -32,9 +32,10 @@ class EpisodesMixin:
         self.state.action_obs[ids] = 0.0
         self.events.reset(ids, self._rng)
 
-    def _reinitialise(self, ids: np.ndarray) -> None:
-        """Sample a motion frame for rows `ids` and write the robot there (RSI)."""
-        qpos, qvel = self.command.sample_states(ids, self._rng)
+    def _reinitialise(self, ids: np.ndarray, start: tuple[int, int] | None = None) -> None:
+        """Sample a motion frame for rows `ids` (or take `start`, a (clip id, frame)) and
+        write the robot there (RSI)."""
+        qpos, qvel = self.command.sample_states(ids, self._rng, start)
         self.backend.write_state(ids, qpos, qvel)
 
     def _episode_log(

@@ -177,6 +177,11 @@ class TrackingVecEnv(
     ) -> tuple[Any, dict[str, Any]]:
         """Reset all envs (or, in DISABLED mode, the rows of ``options["reset_mask"]``).
 
+        ``options["start"] = (clip id, frame)`` starts every env reset there (clip ids in the
+        motion library's order, frame in [0, T - 2]) instead of a frame the sampler draws;
+        reset noise still applies (none under `eval_cfg`). The viewer (``gym-motion play``)
+        resets to a chosen frame this way.
+
         ``seed`` (int) re-seeds every random stream: sampling, reset noise, observation noise,
         domain randomisation; the constructor's seed stands in for it on the first reset only.
         Returns (observation, info); arrays belong to the caller. After a masked reset the
@@ -184,7 +189,8 @@ class TrackingVecEnv(
         gymnasium's `SyncVectorEnv`).
 
         Raises:
-            ValueError: a reset mask of the wrong shape, or a list of seeds.
+            ValueError: a reset mask of the wrong shape, a list of seeds, or a start outside
+                the library.
         """
         self._check_usable("reset")
         pending, self._seed = self._seed, None  # the constructor's seed: first reset only
@@ -193,6 +199,9 @@ class TrackingVecEnv(
         if isinstance(seed, Sequence):
             raise ValueError("TrackingVecEnv takes one int seed for all envs, not a list")
         mask = None if options is None else options.get("reset_mask")
+        start = None if options is None else options.get("start")
+        if start is not None:
+            start = self.command.check_start(start)
         if seed is not None:
             self._rng = np.random.default_rng(seed)
             self.command.sampler.failure_ema.fill(0.0)
@@ -211,7 +220,7 @@ class TrackingVecEnv(
         self._needs_reset[ids] = False
         self._num_needs_reset = int(np.count_nonzero(self._needs_reset))
         self._start_episodes(ids)
-        self._reinitialise(ids)
+        self._reinitialise(ids, start)
         self.backend.copy_body_state_w(self.state.robot)
         self.command.refresh()
         self._was_reset = True

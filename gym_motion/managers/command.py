@@ -118,18 +118,27 @@ class CommandManager:
         self._reset_noise_scale = scale
 
     def sample_states(
-        self, env_ids: np.ndarray, rng: np.random.Generator
+        self,
+        env_ids: np.ndarray,
+        rng: np.random.Generator,
+        start: tuple[int, int] | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Reference state initialisation of rows `env_ids` (M,) (docs/task.md section 9).
 
-        Draws a start (clip, frame) per row from the sampler, points the rows there and returns
+        Draws a start (clip, frame) per row from the sampler (or takes `start`, one (clip id,
+        frame) for every row, checked by `check_start`), points the rows there and returns
         the robot state near that reference frame in the physics model's columns (the
         layout's): qpos (M, nq) = root position (m, world frame), root quaternion (wxyz),
         joints (rad); qvel (M, nv) = root linear velocity (m/s, world frame), root angular
         velocity (rad/s, root frame), joint velocities. The arrays are views of owned buffers,
         valid until the next call.
         """
-        clip_ids, frames = self.sampler.sample(env_ids.size, rng)
+        if start is None:
+            clip_ids, frames = self.sampler.sample(env_ids.size, rng)
+        else:
+            clip, frame = self.check_start(start)
+            clip_ids = np.full(env_ids.size, clip, np.int32)
+            frames = np.full(env_ids.size, frame, np.int32)
         self.set_frames(env_ids, clip_ids, frames)
         lib, m, lay = self.library, env_ids.size, self._layout
         qpos, qvel = self._qpos[:m], self._qvel[:m]
@@ -141,6 +150,24 @@ class CommandManager:
             lay.root_qpos_adr, lay.root_dof_adr, lay.qpos_adr, lay.dof_adr, qpos, qvel,
         )  # fmt: skip
         return qpos, qvel
+
+    def check_start(self, start: tuple[int, int]) -> tuple[int, int]:
+        """`start` as (clip id, frame) ints, checked against the library.
+
+        Raises:
+            ValueError: not two ints, a clip id outside [0, C), or a frame outside
+                [0, T - 2] of that clip (an episode needs a next frame to step to).
+        """
+        try:
+            clip, frame = (int(v) for v in start)
+        except (TypeError, ValueError):
+            raise ValueError(f"start must be (clip id, frame) ints, got {start!r}") from None
+        if not 0 <= clip < self._lengths.size:
+            raise ValueError(f"start clip id must be in [0, {self._lengths.size}), got {clip}")
+        last = int(self._lengths[clip]) - 2
+        if not 0 <= frame <= last:
+            raise ValueError(f"start frame of clip {clip} must be in [0, {last}], got {frame}")
+        return clip, frame
 
     def update_sampler(self, env_ids: np.ndarray, terminated: np.ndarray) -> None:
         """Fold the episodes that ended this step on rows `env_ids` (M,) into the adaptive
