@@ -41,8 +41,10 @@ if TYPE_CHECKING:
 
 __all__ = ["Collector", "Sampler", "SamplerBatch", "SamplerPool", "array_bytes"]
 
-# Object store of a Ray instance the pool starts: at least this, and twice an iteration's bytes
+# Object store of a Ray instance the pool starts
 MIN_OBJECT_STORE = 256 * 2**20
+# Replacements of a dead sampler (per slot) before the run is aborted
+MAX_RESTARTS = 3
 
 
 class Collector(Protocol):
@@ -225,7 +227,8 @@ class SamplerPool:
         env_kwargs: extra `TrackingVecEnv` keywords.
         cpus_per_sampler: CPUs each actor asks Ray for (and is pinned to); default: the
             physics threads of ``config.env`` if set, else this machine's CPUs / K.
-        max_restarts: replacements allowed per sampler before the run is aborted.
+        max_restarts: replacements allowed per sampler before the run is aborted (default
+            `MAX_RESTARTS`).
 
     Attributes:
         num_envs: all samplers' envs. observation_space, action_space: the collector's.
@@ -246,7 +249,7 @@ class SamplerPool:
         seed: int,
         env_kwargs: dict[str, Any] | None = None,
         cpus_per_sampler: int | None = None,
-        max_restarts: int = 3,
+        max_restarts: int | None = None,
     ):
         ray = _import_ray()
         from gym_motion.backends.threads import available_cpus
@@ -257,7 +260,7 @@ class SamplerPool:
         self.config, self.motions, self.collector = config, list(motions), collector
         self.seed, self.env_kwargs = int(seed), dict(env_kwargs or {})
         self.samplers, self.num_envs = k, config.num_envs
-        self.max_restarts = int(max_restarts)
+        self.max_restarts = MAX_RESTARTS if max_restarts is None else int(max_restarts)
         self.cpus = cpus_per_sampler or config.env.backend.num_threads or max(
             1, len(available_cpus()) // k
         )
