@@ -59,6 +59,11 @@ class Learner(Protocol):
         load(path, env_steps): continue from the model files of a checkpoint taken at
             `env_steps` (`train` with ``resume``); `learn` then learns up to ``total_steps``.
         close(): flush the logs, close the env.
+
+    A learner of runs with Ray samplers (``config.samplers`` > 0; `gym_motion.training.
+    libraries.SAMPLED`) also has ``collector(config)``, the classmethod giving what each
+    sampler runs (`gym_motion.training.samplers.Collector`); its env is then a `SamplerPool`,
+    and `learn` may raise `RunAborted` when the samplers cannot go on.
     """
 
     model_file: ClassVar[str]
@@ -112,7 +117,10 @@ def train(config: RunConfig, *, resume: bool = False) -> dict[str, Any]:
     uninterrupted one would; SAC's replay buffer is not saved, it refills.
 
     A KeyboardInterrupt during learning, the final evaluations or the video saves the model and
-    returns (and writes) a summary with ``"interrupted": True``, without what was not done.
+    returns (and writes) a summary with ``"interrupted": True``, without what was not done; a
+    `RunAborted` during learning (e.g. a Ray sampler that keeps dying) saves it too and writes
+    ``"stopped_by": "error"`` and the message, without the evaluations after learning. With
+    ``config.samplers`` K > 0, K Ray actors step the envs (`gym_motion.training.samplers`).
     Checkpoints (model files and progress.json) are saved every ``config.checkpoint_minutes``
     and when learning ends.
 
@@ -120,6 +128,7 @@ def train(config: RunConfig, *, resume: bool = False) -> dict[str, Any]:
         FileExistsError: a new run's folder already holds a run of the library.
         FileNotFoundError: `resume` without a checkpoint in ``config.out``.
         ValueError: settings the library cannot run, or clips that fail to load.
+        ModuleNotFoundError: ``config.samplers`` without Ray (the ``[ray]`` extra).
     """
     from gym_motion.envs.tracking import TrackingVecEnv
 
