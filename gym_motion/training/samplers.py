@@ -41,8 +41,10 @@ if TYPE_CHECKING:
 
 __all__ = ["Collector", "Sampler", "SamplerBatch", "SamplerPool", "array_bytes"]
 
-# Object store of a Ray instance the pool starts
+# Object store of a Ray instance the pool starts: a PPO rollout returns ~46 kB per env (24 steps
+# of 1,916 B, docs/scaling.md); room for two iterations' rollouts and the weights
 MIN_OBJECT_STORE = 256 * 2**20
+OBJECT_STORE_PER_ENV = 100 * 2**10
 # Replacements of a dead sampler (per slot) before the run is aborted
 MAX_RESTARTS = 3
 
@@ -137,8 +139,9 @@ class Sampler:
         return os.getpid()
 
     def setup(self, block: tuple[int, int] | None = None) -> dict[str, Any]:
-        """Pin this process to block ``(index, count)`` of its node's CPUs (None: all of them),
-        then build the env (physics threads on the block) and the collector.
+        """Pin this process to block ``(index, count)`` of its node's CPUs (None: all of them;
+        more blocks than CPUs: one CPU each, shared), then build the env (physics threads on
+        the block) and the collector.
 
         Returns:
             ``{"observation_space", "action_space", "cpu_ids", "num_envs"}``.
@@ -152,7 +155,12 @@ class Sampler:
 
         cpus = available_cpus()
         if block is not None:
-            cpus = cpu_block(cpus, *block)
+            index, count = block
+            if count > len(cpus):  # more samplers than cores on this node: they share cores
+                print(f"gym-motion train: {count} samplers share {len(cpus)} CPUs on one node",
+                      file=sys.stderr)  # fmt: skip
+                index, count = index % len(cpus), len(cpus)
+            cpus = cpu_block(cpus, index, count)
             pin_cpus(cpus)
         cfg = self.config.env
         if cfg.backend.name == "mujoco":
@@ -273,8 +281,9 @@ class SamplerPool:
                 ray.init(address=config.ray_address, include_dashboard=False,
                          log_to_driver=True)  # fmt: skip
             else:
+                store = max(MIN_OBJECT_STORE, OBJECT_STORE_PER_ENV * config.num_envs)
                 ray.init(num_cpus=max(len(available_cpus()), self.cpus * k),
-                         object_store_memory=MIN_OBJECT_STORE, include_dashboard=False)  # fmt: skip
+                         object_store_memory=store, include_dashboard=False)  # fmt: skip
         self._actors: list[Any] = [None] * k
         self._blocks: list[tuple[int, int]] = [(0, 1)] * k
         self.cpu_ids: list[tuple[int, ...]] = [()] * k

@@ -370,8 +370,9 @@ class SB3SampledLearner(SB3Learner):
 
     def summary_entries(self) -> dict[str, Any]:
         """``samplers``, ``envs_per_sampler``, ``sampler_env_steps`` and ``sampler_restarts``
-        (per slot), ``cpus_per_sampler``, ``ray_address``, and per-iteration means of the
-        timings (s) and bytes (``iteration``)."""
+        (per slot, this session's: a resumed run counts from its checkpoint),
+        ``cpus_per_sampler``, ``ray_address``, and per-iteration means of the timings (s) and
+        bytes (``iteration``)."""
         pool = self.pool
         out: dict[str, Any] = {
             "samplers": pool.samplers,
