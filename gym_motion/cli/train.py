@@ -90,7 +90,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                       help="physics backend")  # fmt: skip
     task.add_argument(
         "--num-threads", type=cli_number(int, 1), default=None,
-        help="physics threads (--backend mujoco)",
+        help="physics threads (--backend mujoco); with --samplers, each sampler's CPUs",
     )
     task.add_argument(
         "--no-state-estimation", action="store_true", help="154-value policy observation"
