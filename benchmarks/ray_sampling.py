@@ -30,13 +30,13 @@ import numpy as np
 
 
 def _in_process(config):
+    from stable_baselines3.common.callbacks import CallbackList
     from stable_baselines3.common.logger import Logger
     from stable_baselines3.common.vec_env import VecNormalize
 
     from gym_motion.adapters.sb3.vec_env import SB3VecEnv
     from gym_motion.envs.tracking import TrackingVecEnv
     from gym_motion.training.sb3 import make_model
-    from gym_motion.training.sb3_sampled import _no_callback
     from gym_motion.training.skeleton import train_motions
 
     env = TrackingVecEnv(config.num_envs, motion=train_motions([]), cfg=config.env,
@@ -46,7 +46,8 @@ def _in_process(config):
     model.set_logger(Logger(None, []))
     model.ep_info_buffer, model.ep_success_buffer = deque(maxlen=100), deque(maxlen=100)
     model._last_obs, model._last_episode_starts = venv.reset(), np.ones(config.num_envs, bool)
-    callback = _no_callback(model)
+    callback = CallbackList([])
+    callback.init_callback(model)
 
     def iteration() -> dict[str, float]:
         t0 = time.perf_counter()

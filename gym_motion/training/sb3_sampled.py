@@ -75,16 +75,18 @@ class SB3SamplerRollouts:
     Attributes:
         observation_space, action_space: SB3's spaces (actions bounded as `SB3VecEnv` does).
         model: the PPO copy; venv: its env (``VecNormalize``, not updating its statistics,
-            over `_ObsMoments` over `SB3VecEnv`).
+            over `ObsMoments` over `SB3VecEnv`).
     """
 
     def __init__(self, config: RunConfig, env: Any, seed: int):
+        from stable_baselines3.common.callbacks import CallbackList
         from stable_baselines3.common.logger import Logger
         from stable_baselines3.common.vec_env import VecNormalize
 
         from gym_motion.adapters.sb3.vec_env import SB3VecEnv
+        from gym_motion.adapters.sb3.vec_wrappers import ObsMoments
 
-        self.moments = _obs_moments_class()(SB3VecEnv(env))
+        self.moments = ObsMoments(SB3VecEnv(env))
         self.venv = VecNormalize(self.moments, training=False, norm_obs=True, norm_reward=False,
                                  clip_obs=10.0)  # fmt: skip
         local = replace(config, num_envs=env.num_envs, seed=int(seed), samplers=0,
@@ -96,7 +98,8 @@ class SB3SamplerRollouts:
         self.n_steps = resolved_settings(config)["n_steps"]
         self.observation_space = self.venv.observation_space
         self.action_space = self.venv.action_space
-        self._callback = _no_callback(self.model)
+        self._callback = CallbackList([])  # SB3's loop needs one; the sampler counts itself
+        self._callback.init_callback(self.model)
 
     def collect(self, payload: dict[str, Any]) -> dict[str, Any]:
         """One rollout of ``n_steps`` with the weights and statistics of `payload`
@@ -127,93 +130,6 @@ class SB3SamplerRollouts:
         out["obs_moments"] = self.moments.moments()
         out["ep_infos"] = list(model.ep_info_buffer)
         return out
-
-
-def _no_callback(model):
-    from stable_baselines3.common.callbacks import BaseCallback
-
-    class _Nothing(BaseCallback):
-        def _on_step(self) -> bool:
-            return True
-
-    cb = _Nothing()
-    cb.init_callback(model)
-    return cb
-
-
-def _obs_moments_class():
-    """`_ObsMoments`, made when SB3 is imported (its base class is SB3's)."""
-    from stable_baselines3.common.running_mean_std import RunningMeanStd
-    from stable_baselines3.common.vec_env import VecEnvWrapper
-
-    class _ObsMoments(VecEnvWrapper):
-        """Moments of the raw observations a rollout stepped through (what ``VecNormalize``
-        in-process adds to its statistics: the observations of `reset` and of every step),
-        per group for dict observations."""
-
-        def restart(self) -> None:
-            space = self.observation_space
-            if hasattr(space, "spaces"):
-                self.rms = {k: RunningMeanStd(epsilon=0.0, shape=s.shape)
-                            for k, s in space.spaces.items()}  # fmt: skip
-            else:
-                self.rms = RunningMeanStd(epsilon=0.0, shape=space.shape)
-
-        def _update(self, obs) -> None:
-            if isinstance(self.rms, dict):
-                for k, rms in self.rms.items():
-                    rms.update(obs[k])
-            else:
-                self.rms.update(obs)
-
-        def moments(self):
-            if isinstance(self.rms, dict):
-                return {k: (r.mean, r.var, r.count) for k, r in self.rms.items()}
-            return (self.rms.mean, self.rms.var, self.rms.count)
-
-        def reset(self):
-            obs = self.venv.reset()
-            self._update(obs)
-            return obs
-
-        def step_wait(self):
-            obs, rewards, dones, infos = self.venv.step_wait()
-            self._update(obs)
-            return obs, rewards, dones, infos
-
-    return _ObsMoments
-
-
-def _spaces_vec_env(observation_space, action_space, num_envs: int):
-    """An SB3 ``VecEnv`` of the samplers' spaces and env count, for the learner's model (the
-    samplers step the envs: stepping this one raises)."""
-    from stable_baselines3.common.vec_env import VecEnv
-
-    class _Spaces(VecEnv):
-        def reset(self):
-            raise RuntimeError("the samplers step the envs of a --samplers run")
-
-        def step_async(self, actions):
-            raise RuntimeError("the samplers step the envs of a --samplers run")
-
-        step_wait = reset
-
-        def close(self) -> None:
-            pass
-
-        def get_attr(self, attr_name, indices=None):
-            return [None for _ in self._get_indices(indices)]
-
-        def set_attr(self, attr_name, value, indices=None) -> None:
-            pass
-
-        def env_method(self, method_name, *args, indices=None, **kwargs):
-            return [None for _ in self._get_indices(indices)]
-
-        def env_is_wrapped(self, wrapper_class, indices=None):
-            return [False for _ in self._get_indices(indices)]
-
-    return _Spaces(num_envs, observation_space, action_space)
 
 
 def fill_rollout_buffer(buffer, batches: list[SamplerBatch]) -> None:
@@ -273,8 +189,10 @@ class SB3SampledLearner(SB3Learner):
     def __init__(self, config: RunConfig, env: Any, out: Path | None, world_size: int = 1):
         from stable_baselines3.common.vec_env import VecNormalize
 
+        from gym_motion.adapters.sb3.vec_wrappers import SpacesVecEnv
+
         self.config, self._out, self.pool = config, out, env
-        spaces = _spaces_vec_env(env.observation_space, env.action_space, config.num_envs)
+        spaces = SpacesVecEnv(config.num_envs, env.observation_space, env.action_space)
         self.venv = VecNormalize(spaces, norm_obs=True, norm_reward=False, clip_obs=10.0)
         self.model, self.schedule = make_model(config, self.venv)
         self._earlier_csv: str | None = None
@@ -297,15 +215,15 @@ class SB3SampledLearner(SB3Learner):
             The rollout's merged env statistics (`TrackingStats` means and the samplers'
             adaptive-sampling statistics averaged).
         """
-        from stable_baselines3.common.running_mean_std import RunningMeanStd
+        from gym_motion.adapters.sb3.vec_wrappers import running_mean_std
 
         for b in batches:
             moments = b.data["obs_moments"]
             if isinstance(self.venv.obs_rms, dict):
                 for k, rms in self.venv.obs_rms.items():
-                    rms.combine(_rms(RunningMeanStd, moments[k]))
+                    rms.combine(running_mean_std(moments[k]))
             else:
-                self.venv.obs_rms.combine(_rms(RunningMeanStd, moments))
+                self.venv.obs_rms.combine(running_mean_std(moments))
             self.model.ep_info_buffer.extend(b.data["ep_infos"])
         fill_rollout_buffer(self.model.rollout_buffer, batches)
         self.model.num_timesteps += sum(b.env_steps for b in batches)
@@ -396,9 +314,3 @@ class SB3SampledLearner(SB3Learner):
         finally:
             self.pool.close()
 
-
-def _rms(cls, moments):
-    mean, var, count = moments
-    rms = cls(epsilon=0.0, shape=np.shape(mean))
-    rms.mean, rms.var, rms.count = np.asarray(mean), np.asarray(var), float(count)
-    return rms

@@ -14,6 +14,8 @@ import csv
 import json
 import os
 import signal
+import subprocess
+import sys
 import time
 from collections import deque
 from dataclasses import replace
@@ -24,6 +26,7 @@ import pytest
 pytest.importorskip("stable_baselines3")
 
 import torch  # noqa: E402
+from stable_baselines3.common.callbacks import CallbackList  # noqa: E402
 from stable_baselines3.common.logger import Logger  # noqa: E402
 from stable_baselines3.common.vec_env import VecNormalize  # noqa: E402
 
@@ -38,7 +41,6 @@ from gym_motion.training.sb3_sampled import (  # noqa: E402
     BUFFER_KEYS,
     SB3Collector,
     SB3SampledLearner,
-    _no_callback,
 )
 from gym_motion.training.skeleton import train_motions  # noqa: E402
 
@@ -63,6 +65,12 @@ def _in_process(config: RunConfig, seed: int, training: bool = True):
     model.set_logger(Logger(None, []))
     model.ep_info_buffer, model.ep_success_buffer = deque(maxlen=100), deque(maxlen=100)
     return model, venv
+
+
+def _no_callback(model) -> CallbackList:
+    callback = CallbackList([])
+    callback.init_callback(model)
+    return callback
 
 
 def _params(model) -> dict[str, np.ndarray]:
@@ -140,6 +148,22 @@ def test_the_same_samples_give_the_in_process_update():
     for key in before:
         np.testing.assert_allclose(updates[1][key], updates[0][key], rtol=0, atol=1e-6,
                                    err_msg=key)  # fmt: skip
+
+
+def test_the_package_and_its_cli_do_not_import_ray():
+    code = ("import sys, gym_motion, gym_motion.training.libraries, gym_motion.cli; "
+            "sys.exit('ray' in sys.modules)")  # fmt: skip
+    assert subprocess.run([sys.executable, "-c", code], timeout=120).returncode == 0
+
+
+def test_samplers_without_ray_say_which_extra_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)
+    with pytest.raises(ModuleNotFoundError, match=r"pip install 'gym_motion\[ray\]'"):
+        SB3SampledLearner.check(RunConfig(num_envs=4, samplers=2))
+    with pytest.raises(ValueError, match="--samplers trains with library sb3, not 'rsl_rl'"):
+        train(RunConfig(library="rsl_rl", num_envs=4, samplers=2))
+    with pytest.raises(ValueError, match="--samplers trains PPO"):
+        SB3SampledLearner.check(RunConfig(num_envs=4, samplers=2, algo="sac", obs_mode="policy"))
 
 
 # -- on a local Ray -------------------------------------------------------------------------
