@@ -20,7 +20,7 @@
 
 The one difference from the in-process path: a sampler normalises its rollout's observations
 with the statistics of the rollout's start, where ``VecNormalize`` in-process also folds in each
-step's observations as it goes; the statistics after the rollout are the same.
+step's observations as it goes; the statistics after the rollout are the same (up to rounding).
 
 Logged besides the in-process keys: ``time/collect_s`` (the learner's wait for the rollouts),
 ``time/sampler_collect_s`` (the slowest sampler's own time), ``time/overhead_s`` (the
