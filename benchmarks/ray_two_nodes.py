@@ -1,4 +1,4 @@
-"""Two sampler actors on a 2-node Ray cluster on one machine: ``python benchmarks/ray_two_nodes.py``.
+"""Two samplers on a 2-node Ray cluster on one machine: ``python benchmarks/ray_two_nodes.py``.
 
 `ray.cluster_utils.Cluster` starts a head and a second node (1 CPU each, small object stores);
 a `SamplerPool` of 2 samplers (1 CPU each) lands one sampler per node, each pinned to its
