@@ -125,6 +125,9 @@ def _bytes_at(config, num_envs: int) -> dict[str, float]:
     class _Spaces:
         observation_space, action_space = col.observation_space, col.action_space
 
+        def take_initial(self) -> list:
+            return []
+
     payload = SB3SampledLearner(cfg, _Spaces(), None).payload()
     t0 = time.perf_counter()
     batch = sampler.collect(payload, 1.0)

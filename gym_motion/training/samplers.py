@@ -54,7 +54,9 @@ class Collector(Protocol):
 
     ``collector(env, seed)`` is called once on the sampler, after its CPU block is pinned, with
     the sampler's env (a `TrackingVecEnv`, SAME_STEP autoreset) and seed; it returns an object
-    with ``observation_space`` and ``action_space`` (the spaces the library's policy sees) and
+    with ``observation_space`` and ``action_space`` (the spaces the library's policy sees),
+    optionally ``initial`` (what the learner should know before the first rollout, handed over
+    by `SamplerPool.take_initial`), and
     ``collect(payload) -> dict``: one rollout with the weights and statistics in `payload`
     (what the learner broadcast), as NumPy arrays (nested dicts allowed), the env stepped in
     between (the sampler updates the env's statistics itself).
@@ -144,7 +146,9 @@ class Sampler:
         the block) and the collector.
 
         Returns:
-            ``{"observation_space", "action_space", "cpu_ids", "num_envs"}``.
+            ``{"observation_space", "action_space", "cpu_ids", "num_envs", "initial"}``
+            (``initial``: the collector's ``initial`` attribute if it has one, e.g. what its
+            env's reset observed, else None).
 
         Raises:
             ValueError: the node has fewer CPUs than blocks; the env's own errors.
@@ -176,6 +180,7 @@ class Sampler:
             "action_space": self.collector.action_space,
             "cpu_ids": tuple(cpus),
             "num_envs": self.num_envs,
+            "initial": getattr(self.collector, "initial", None),
         }
 
     def collect(self, payload: Any, reset_noise_scale: float) -> SamplerBatch:
@@ -288,6 +293,7 @@ class SamplerPool:
         self._blocks: list[tuple[int, int]] = [(0, 1)] * k
         self.cpu_ids: list[tuple[int, ...]] = [()] * k
         self.nodes: list[str] = [""] * k
+        self._initial: list[Any] = []
         try:
             self._start_all()
         except BaseException:
@@ -315,6 +321,7 @@ class SamplerPool:
         self.observation_space = infos[0]["observation_space"]
         self.action_space = infos[0]["action_space"]
         self.cpu_ids = [info["cpu_ids"] for info in infos]
+        self._initial = [info["initial"] for info in infos if info["initial"] is not None]
 
     def _replace(self, index: int, reason: str) -> None:
         ray = _import_ray()
@@ -333,6 +340,8 @@ class SamplerPool:
         self.nodes[index] = ray.get(actor.node.remote())
         info = self._get([actor.setup.remote(self._blocks[index])])[0]
         self.cpu_ids[index] = info["cpu_ids"]
+        if info["initial"] is not None:
+            self._initial.append(info["initial"])
 
     def _get(self, refs: list[Any]) -> list[Any]:
         """`ray.get`, a sampler's own exception raised as a one-line RuntimeError (its
@@ -343,6 +352,12 @@ class SamplerPool:
         except ray.exceptions.RayTaskError as exc:
             cause = exc.cause if getattr(exc, "cause", None) is not None else exc
             raise RuntimeError(f"a sampler failed: {type(cause).__name__}: {cause}") from None
+
+    def take_initial(self) -> list[Any]:
+        """The collectors' ``initial`` values not taken yet (samplers started or replaced since
+        the last call), in the order they started; then forgets them."""
+        out, self._initial = self._initial, []
+        return out
 
     def pids(self) -> list[int]:
         """The samplers' process ids, by slot."""

@@ -74,6 +74,8 @@ class SB3SamplerRollouts:
 
     Attributes:
         observation_space, action_space: SB3's spaces (actions bounded as `SB3VecEnv` does).
+        initial: ``{"obs_moments": ...}`` of the env's first reset (done when made), for the
+            learner's statistics before its first rollout (`SamplerPool.take_initial`).
         model: the PPO copy; venv: its env (``VecNormalize``, not updating its statistics,
             over `ObsMoments` over `SB3VecEnv`).
     """
@@ -98,6 +100,10 @@ class SB3SamplerRollouts:
         self.n_steps = resolved_settings(config)["n_steps"]
         self.observation_space = self.venv.observation_space
         self.action_space = self.venv.action_space
+        # reset now: the learner folds these first observations into its statistics before the
+        # first broadcast, as in-process VecNormalize does at its reset
+        self._first_obs = self.moments.reset()
+        self.initial = {"obs_moments": self.moments.moments()}
         self._callback = CallbackList([])  # SB3's loop needs one; the sampler counts itself
         self._callback.init_callback(self.model)
 
@@ -118,8 +124,8 @@ class SB3SamplerRollouts:
         self.venv.obs_rms = payload["obs_rms"]
         self.moments.restart()
         model.ep_info_buffer.clear()
-        if model._last_obs is None:
-            model._last_obs = self.venv.reset()
+        if model._last_obs is None:  # the first rollout starts from the reset made in __init__
+            model._last_obs = self.venv.normalize_obs(self._first_obs)
             model._last_episode_starts = np.ones(self.venv.num_envs, dtype=bool)
         model.collect_rollouts(self.venv, self._callback, model.rollout_buffer, self.n_steps)
         buf = model.rollout_buffer
@@ -200,7 +206,10 @@ class SB3SampledLearner(SB3Learner):
 
     def payload(self) -> dict[str, Any]:
         """What every sampler needs for a rollout: ``policy`` (the ``state_dict`` as NumPy
-        arrays) and ``obs_rms`` (the observation statistics)."""
+        arrays) and ``obs_rms`` (the observation statistics, with the first observations of
+        samplers started since the last payload folded in)."""
+        for initial in self.pool.take_initial():
+            self._combine(initial["obs_moments"])
         state = self.model.policy.state_dict()
         return {
             "policy": {k: v.detach().cpu().numpy() for k, v in state.items()},
@@ -215,15 +224,8 @@ class SB3SampledLearner(SB3Learner):
             The rollout's merged env statistics (`TrackingStats` means and the samplers'
             adaptive-sampling statistics averaged).
         """
-        from gym_motion.adapters.sb3.vec_wrappers import running_mean_std
-
         for b in batches:
-            moments = b.data["obs_moments"]
-            if isinstance(self.venv.obs_rms, dict):
-                for k, rms in self.venv.obs_rms.items():
-                    rms.combine(running_mean_std(moments[k]))
-            else:
-                self.venv.obs_rms.combine(running_mean_std(moments))
+            self._combine(b.data["obs_moments"])
             self.model.ep_info_buffer.extend(b.data["ep_infos"])
         fill_rollout_buffer(self.model.rollout_buffer, batches)
         self.model.num_timesteps += sum(b.env_steps for b in batches)
@@ -231,6 +233,16 @@ class SB3SampledLearner(SB3Learner):
         for key in batches[0].sampling:
             values[f"sampling/{key}"] = float(np.mean([b.sampling[key] for b in batches]))
         return values
+
+    def _combine(self, moments) -> None:
+        """Fold raw-observation moments (`ObsMoments.moments`) into the statistics."""
+        from gym_motion.adapters.sb3.vec_wrappers import running_mean_std
+
+        if isinstance(self.venv.obs_rms, dict):
+            for k, rms in self.venv.obs_rms.items():
+                rms.combine(running_mean_std(moments[k]))
+        else:
+            self.venv.obs_rms.combine(running_mean_std(moments))
 
     def learn(self, progress: Progress) -> None:
         from stable_baselines3.common.logger import configure

@@ -13,6 +13,7 @@ import copy
 import csv
 import json
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -53,6 +54,9 @@ class _Spaces:
 
     def __init__(self, observation_space, action_space):
         self.observation_space, self.action_space = observation_space, action_space
+
+    def take_initial(self) -> list:
+        return []
 
 
 def _in_process(config: RunConfig, seed: int, training: bool = True):
@@ -108,7 +112,9 @@ def test_a_sampler_collects_what_sb3_collects_in_process():
         else:
             np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-6, err_msg=key)
     assert batch.env_steps == 16 and batch.stats.steps == 8
-    assert batch.data["obs_moments"]["policy"][2] == 2 + 16  # the reset's and 8 steps' obs
+    # the reset's observations go to the learner before the first rollout, the steps' after it
+    assert sampler.collector.initial["obs_moments"]["policy"][2] == 2
+    assert batch.data["obs_moments"]["policy"][2] == 16
 
 
 def test_the_same_samples_give_the_in_process_update():
@@ -252,6 +258,11 @@ def test_a_run_with_samplers_writes_a_single_process_runs_folder(local_ray, tmp_
     evals = [e["timesteps"] for e in json.loads(
         (tmp_path / "sampled" / "progress.json").read_text())["evals"]]  # fmt: skip
     assert evals[:2] == [32.0, 64.0]  # the periodic evaluations, as in-process
+    counts = []  # observations in the statistics: the resets' and every step's, in both
+    for name in ("single", "sampled"):
+        with open(tmp_path / name / "vecnormalize.pkl", "rb") as f:
+            counts.append({k: r.count for k, r in pickle.load(f).obs_rms.items()})
+    assert counts[0] == counts[1] == pytest.approx({"policy": 4 + 96, "critic": 4 + 96}, abs=1e-3)
     act = RunFolder(tmp_path / "sampled").policy()
     obs = {"policy": np.zeros((1, 160), np.float32), "critic": np.zeros((1, 286), np.float32)}
     assert act(obs).shape == (1, 29)
