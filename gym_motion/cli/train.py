@@ -3,6 +3,7 @@
     gym-motion train                           # embedded default motion, 2.1 M env steps
     gym-motion train --motion dance.npz --num-envs 256 --total-steps 5000000 --out runs/dance
     gym-motion train --library rsl_rl          # rsl_rl's PPO instead of Stable-Baselines3's
+    gym-motion train --samplers 2 --envs-per-sampler 128   # 2 Ray sampler actors (local Ray)
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ __all__ = ["parse_overrides", "register", "resume_config", "run_config"]
 STOP_REASONS = {
     "max_minutes": "; stopped by the --max-minutes budget before --total-steps",
     "interrupt": "; interrupted",
+    "error": "; stopped by an error (summary.json's \"error\")",
 }
 
 
@@ -88,7 +90,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                       help="physics backend")  # fmt: skip
     task.add_argument(
         "--num-threads", type=cli_number(int, 1), default=None,
-        help="physics threads (--backend mujoco)",
+        help="physics threads (--backend mujoco); with --samplers, each sampler's CPUs",
     )
     task.add_argument(
         "--no-state-estimation", action="store_true", help="154-value policy observation"
@@ -140,6 +142,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="with --library rsl_rl under torchrun: one rank per GPU (cuda:LOCAL_RANK, seed + "
         "rank, its own CPU block; rank 0 writes the run; see docs/scaling.md)",
     )  # fmt: skip
+    ray = p.add_argument_group("samplers on Ray (docs/scaling.md; the [ray] extra)")
+    ray.add_argument(
+        "--samplers", type=cli_number(int, 0), default=d.samplers, metavar="K",
+        help="K Ray sampler actors collect the rollouts (each on its own CPU block, "
+        "--num-envs / K envs) for PPO in this process; 0: envs in this process (default)",
+    )  # fmt: skip
+    ray.add_argument(
+        "--envs-per-sampler", type=cli_number(int, 1), default=None, metavar="N",
+        help="envs per sampler (sets --num-envs to K x N)",
+    )  # fmt: skip
+    ray.add_argument(
+        "--ray-address", default=None, metavar="ADDR",
+        help="the Ray cluster to run the samplers on (e.g. auto, HEAD:6379); default: a local "
+        "Ray instance for the run",
+    )  # fmt: skip
     p.set_defaults(func=_run)
 
 
@@ -166,7 +183,7 @@ def run_config(args: argparse.Namespace):
 
     Raises:
         ValueError: ``--num-threads`` with ``--backend mjwarp`` (the message says what to do),
-            or a setting out of range.
+            ``--envs-per-sampler`` without ``--samplers``, or a setting out of range.
     """
     from gym_motion.training.config import RunConfig, train_env_cfg
 
@@ -176,6 +193,11 @@ def run_config(args: argparse.Namespace):
             "physics on one Warp device instead (cuda:$LOCAL_RANK under torchrun, else cuda:0; "
             "CUDA_VISIBLE_DEVICES chooses the GPU): drop --num-threads"
         )
+    num_envs = args.num_envs
+    if args.envs_per_sampler is not None:
+        if not args.samplers:
+            raise ValueError("--envs-per-sampler needs --samplers K (K >= 1)")
+        num_envs = args.samplers * args.envs_per_sampler
     env = train_env_cfg(state_estimation=not args.no_state_estimation, sampling=args.sampling)
     threads = {"num_threads": args.num_threads} if args.num_threads else {}
     env = replace(env.updated(backend=args.backend, backend_kwargs=threads),
@@ -184,7 +206,7 @@ def run_config(args: argparse.Namespace):
         library=args.library,
         env=env,
         motion=list(args.motion),
-        num_envs=args.num_envs,
+        num_envs=num_envs,
         total_steps=args.total_steps or RunConfig.total_steps,
         max_minutes=args.max_minutes if args.max_minutes and args.max_minutes > 0 else None,
         seed=args.seed,
@@ -200,6 +222,8 @@ def run_config(args: argparse.Namespace):
         sac=parse_overrides(args.sac, "--sac"),
         device=args.device,
         distributed=args.distributed,
+        samplers=args.samplers,
+        ray_address=args.ray_address,
     )
 
 
@@ -240,7 +264,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def print_summary(summary: dict[str, Any]) -> int:
     """Print a run's summary (steps, time, before/after tables, video); returns the exit code
-    (130 when interrupted)."""
+    (130 when interrupted, 1 when an error stopped learning)."""
     from gym_motion.evaluate import format_table
 
     why = STOP_REASONS.get(summary.get("stopped_by"), "")
@@ -255,4 +279,6 @@ def print_summary(summary: dict[str, Any]) -> int:
         print(f"episode length after / before: {ratio:.2f}")
     if "path" in summary.get("video", {}):
         print(f"video of the final evaluation: {summary['video']['path']}")
+    if summary.get("stopped_by") == "error":
+        return 1
     return 130 if summary["interrupted"] else 0

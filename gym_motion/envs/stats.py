@@ -15,7 +15,7 @@ both feed it the info dict that `TrackingVecEnv.step` returns (schema in
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -102,6 +102,32 @@ class TrackingStats:
             if key.startswith(FINAL):
                 s = float(value[done].sum(dtype=np.float64))
                 self.episode_sums[key] = self.episode_sums.get(key, 0.0) + s
+
+    @classmethod
+    def combined(cls, parts: Sequence[tuple[TrackingStats, int]]) -> TrackingStats:
+        """The statistics of one vector env made of several (e.g. one per sampler process) that
+        stepped the same number of steps: ``parts`` is ``(stats, num_envs)`` per vector env.
+        Per-step means are weighted by env count, as if all envs had been one batch; episode
+        sums and counts add up.
+
+        Raises:
+            ValueError: no parts, or parts that added different numbers of steps.
+        """
+        if not parts:
+            raise ValueError("TrackingStats.combined needs at least one part")
+        steps = {s.steps for s, _ in parts}
+        if len(steps) != 1:
+            raise ValueError(f"parts added different numbers of steps: {sorted(steps)}")
+        total = float(sum(n for _, n in parts))
+        out = cls(parts[0][0].tracking)
+        out.steps = steps.pop()
+        for stats, n in parts:
+            out.episodes += stats.episodes
+            for key, s in stats.step_sums.items():
+                out.step_sums[key] = out.step_sums.get(key, 0.0) + s * (n / total)
+            for key, s in stats.episode_sums.items():
+                out.episode_sums[key] = out.episode_sums.get(key, 0.0) + s
+        return out
 
     def means(self) -> dict[str, float]:
         """Log key -> mean since the last `reset`; episode keys only once an episode finished.

@@ -11,6 +11,8 @@
 - `run_folder`: `RunFolder`, a run's config.json, summary.json, policy and exportable actor.
 - `libraries`: ``LIBRARIES``, name -> learner (Stable-Baselines3, rsl_rl).
 - `distributed`: ranks of a ``torchrun`` run. `curves`: ``training_curves.png``.
+- `samplers`: `SamplerPool`, Ray sampler actors collecting rollouts (``--samplers``);
+  `sb3_sampled`: SB3 PPO learning from them (Ray imported only when a pool is made).
 """
 
 from gym_motion.training.config import RunConfig, train_env_cfg

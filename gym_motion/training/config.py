@@ -49,9 +49,9 @@ class RunConfig:
         env: the task, robot and physics backend (`TrackingEnvCfg`; default `train_env_cfg()`:
             the default task, episodes starting uniformly along the clips).
         motion: clip paths (npz) or folders; empty: the embedded default motion.
-        num_envs: N parallel envs. total_steps: env steps summed over envs (and ranks);
-            learning stops at the first whole rollout that reaches it (default 2.1 M: the
-            default motion tracked whole, docs/measurements.md).
+        num_envs: N parallel envs (with samplers: all samplers' together). total_steps: env
+            steps summed over envs (and ranks); learning stops at the first whole rollout that
+            reaches it (default 2.1 M: the default motion tracked whole, docs/measurements.md).
         max_minutes: wall-clock budget of learning; learning stops after the rollout that
             passes it (None: no budget). The summary says which limit ended it.
         seed: seeds the learner, torch and the env (each rank adds its rank).
@@ -73,6 +73,11 @@ class RunConfig:
         ppo, sac: hyperparameters of the library's defaults that this run changes.
         device: torch device of the networks ("cpu", "cuda:0"; rsl_rl).
         distributed: one rank of a ``torchrun`` run (`gym_motion.training.distributed`).
+        samplers: 0 (default): the envs step in this process; K > 0: K Ray sampler actors
+            collect the rollouts, each with ``num_envs / K`` envs on its own CPU block, for
+            this process's learner (`gym_motion.training.samplers`, docs/scaling.md).
+        ray_address: the Ray cluster the samplers run on (``ray.init(address=...)``, e.g.
+            "auto" or "HEAD:6379"); None: a local Ray instance started for the run.
 
     Raises:
         ValueError: a field out of range (named); the library checks its own settings when
@@ -99,6 +104,8 @@ class RunConfig:
     sac: dict[str, Any] = field(default_factory=dict)
     device: str = "cpu"
     distributed: bool = False
+    samplers: int = 0
+    ray_address: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.env, TrackingEnvCfg):
@@ -112,6 +119,14 @@ class RunConfig:
             raise ValueError(f"checkpoint_minutes must be >= 0, got {self.checkpoint_minutes}")
         if self.obs_mode not in OBS_MODES:
             raise ValueError(f"obs_mode must be one of {OBS_MODES}, got {self.obs_mode!r}")
+        if not (isinstance(self.samplers, int) and self.samplers >= 0):
+            raise ValueError(f"samplers must be an integer >= 0, got {self.samplers!r}")
+        if self.samplers and self.num_envs % self.samplers:
+            raise ValueError(
+                f"num_envs ({self.num_envs}) must split evenly over {self.samplers} samplers"
+            )
+        if self.ray_address is not None and not self.samplers:
+            raise ValueError("ray_address is where the samplers run: give samplers >= 1 too")
         if self.env.sampling.mode not in TRAIN_SAMPLING:
             raise ValueError(
                 f"RunConfig.env.sampling.mode must be one of {TRAIN_SAMPLING} for training, got "

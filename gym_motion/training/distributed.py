@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from gym_motion.training.config import RunConfig
 
-__all__ = ["RankSettings", "cpu_block", "for_rank", "pin_process", "rank_settings"]
+__all__ = ["RankSettings", "cpu_block", "for_rank", "pin_cpus", "pin_process", "rank_settings"]
 
 
 @dataclass(frozen=True)
@@ -154,12 +154,23 @@ def pin_process(settings: RankSettings) -> bool:
     Returns:
         Whether the affinity was set.
     """
+    return pin_cpus(settings.cpu_ids)
+
+
+def pin_cpus(cpu_ids: Sequence[int]) -> bool:
+    """Confine this process (threads started later inherit it) to `cpu_ids` and size torch's
+    CPU thread pool to them (also what a Ray sampler does with its block). Linux only
+    (elsewhere nothing happens).
+
+    Returns:
+        Whether the affinity was set.
+    """
     if not hasattr(os, "sched_setaffinity"):
         return False
-    os.sched_setaffinity(0, settings.cpu_ids)
+    os.sched_setaffinity(0, cpu_ids)
     import torch
 
-    torch.set_num_threads(len(settings.cpu_ids))
+    torch.set_num_threads(len(cpu_ids))
     return True
 
 

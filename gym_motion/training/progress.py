@@ -12,10 +12,16 @@ from gym_motion.curriculum import reset_noise_scale
 if TYPE_CHECKING:
     from gym_motion.training.config import RunConfig
 
-__all__ = ["EVAL_KEYS", "Progress"]
+__all__ = ["EVAL_KEYS", "Progress", "RunAborted"]
 
 # the keys of an evaluation's "mean" that are logged as eval/<key> and drawn in the curves
 EVAL_KEYS = ("episode_length", "success_rate", "mpkpe_mm", "tracking_reward_per_clip_step")
+
+
+class RunAborted(RuntimeError):
+    """A learner cannot go on (e.g. a sampler that keeps dying): `gym_motion.training.train`
+    saves the model and the checkpoint, writes summary.json with ``stopped_by`` "error" and
+    the message, and skips the evaluations after learning."""
 
 
 class Progress:

@@ -24,7 +24,7 @@ from gym_motion.training.config import RunConfig
 from gym_motion.training.curves import plot_curves
 from gym_motion.training.distributed import for_rank
 from gym_motion.training.libraries import learner_class
-from gym_motion.training.progress import Progress
+from gym_motion.training.progress import Progress, RunAborted
 from gym_motion.training.run_folder import RunFolder
 
 __all__ = ["Learner", "train", "train_motions"]
@@ -59,6 +59,11 @@ class Learner(Protocol):
         load(path, env_steps): continue from the model files of a checkpoint taken at
             `env_steps` (`train` with ``resume``); `learn` then learns up to ``total_steps``.
         close(): flush the logs, close the env.
+
+    A learner of runs with Ray samplers (``config.samplers`` > 0; `gym_motion.training.
+    libraries.SAMPLED`) also has ``collector(config)``, the classmethod giving what each
+    sampler runs (`gym_motion.training.samplers.Collector`); its env is then a `SamplerPool`,
+    and `learn` may raise `RunAborted` when the samplers cannot go on.
     """
 
     model_file: ClassVar[str]
@@ -112,7 +117,10 @@ def train(config: RunConfig, *, resume: bool = False) -> dict[str, Any]:
     uninterrupted one would; SAC's replay buffer is not saved, it refills.
 
     A KeyboardInterrupt during learning, the final evaluations or the video saves the model and
-    returns (and writes) a summary with ``"interrupted": True``, without what was not done.
+    returns (and writes) a summary with ``"interrupted": True``, without what was not done; a
+    `RunAborted` during learning (e.g. a Ray sampler that keeps dying) saves it too and writes
+    ``"stopped_by": "error"`` and the message, without the evaluations after learning. With
+    ``config.samplers`` K > 0, K Ray actors step the envs (`gym_motion.training.samplers`).
     Checkpoints (model files and progress.json) are saved every ``config.checkpoint_minutes``
     and when learning ends.
 
@@ -120,10 +128,11 @@ def train(config: RunConfig, *, resume: bool = False) -> dict[str, Any]:
         FileExistsError: a new run's folder already holds a run of the library.
         FileNotFoundError: `resume` without a checkpoint in ``config.out``.
         ValueError: settings the library cannot run, or clips that fail to load.
+        ModuleNotFoundError: ``config.samplers`` without Ray (the ``[ray]`` extra).
     """
     from gym_motion.envs.tracking import TrackingVecEnv
 
-    library = learner_class(config.library)
+    library = learner_class(config.library, sampled=config.samplers > 0)
     library.check(config)
     recorded = config
     config, rank = for_rank(config)
@@ -150,10 +159,16 @@ def train(config: RunConfig, *, resume: bool = False) -> dict[str, Any]:
             before = evaluate(None)  # also validates the clips
         folder.path.mkdir(parents=True, exist_ok=True)
     done = int(state["env_steps"]) if state else 0
-    env = TrackingVecEnv(
-        num_envs=config.num_envs, motion=motions, cfg=config.env, autoreset_mode="same_step",
-        obs_mode=config.obs_mode, seed=config.seed + done, **library.env_kwargs(config),
-    )  # fmt: skip
+    if config.samplers:  # Ray actors step the envs (gym_motion.training.samplers)
+        from gym_motion.training.samplers import SamplerPool
+
+        env = SamplerPool(config, motions, library.collector(config), seed=config.seed + done,
+                          env_kwargs=library.env_kwargs(config))  # fmt: skip
+    else:
+        env = TrackingVecEnv(
+            num_envs=config.num_envs, motion=motions, cfg=config.env, autoreset_mode="same_step",
+            obs_mode=config.obs_mode, seed=config.seed + done, **library.env_kwargs(config),
+        )  # fmt: skip
     periodic = None
     if config.eval_every_steps and main:
         periodic = lambda: evaluate(learner.policy())  # noqa: E731
@@ -177,7 +192,7 @@ def train(config: RunConfig, *, resume: bool = False) -> dict[str, Any]:
     if main:
         folder.write_config(recorded, motions, learner.config_entries(), learner.versions())
 
-    interrupted = False
+    interrupted, aborted = False, None
     progress.start()
     t0 = time.perf_counter()
     try:
@@ -185,13 +200,16 @@ def train(config: RunConfig, *, resume: bool = False) -> dict[str, Any]:
     except KeyboardInterrupt:
         interrupted = True
         print(INTERRUPTED, file=sys.stderr)
+    except RunAborted as exc:
+        aborted = str(exc)
+        print(f"gym-motion train: {aborted}", file=sys.stderr)
     wall = time.perf_counter() - t0
     steps = learner.env_steps
     summary: dict[str, Any] = {
         "run": str(folder.path),
         "library": config.library,
         "interrupted": interrupted,
-        "stopped_by": _stopped_by(interrupted, progress.stop),
+        "stopped_by": "error" if aborted else _stopped_by(interrupted, progress.stop),
         "env_steps": steps,
         **learner.summary_entries(),
         "train_wall_s": round(progress.learn_s, 2),
@@ -199,6 +217,8 @@ def train(config: RunConfig, *, resume: bool = False) -> dict[str, Any]:
         "env_steps_per_s_rollout": _mean_tail(progress.history, "time/env_steps_per_s"),
         "reset_noise_scale_final": progress.scale,
     }
+    if aborted:
+        summary["error"] = aborted
     if resume:
         summary["resumed_from_env_steps"] = done
     if world > 1:
@@ -209,7 +229,7 @@ def train(config: RunConfig, *, resume: bool = False) -> dict[str, Any]:
     save(steps)
     summary["before"] = before
     with _interruptible(summary):  # Ctrl-C from here on: the model and summary.json are kept
-        if not interrupted:
+        if not interrupted and not aborted:
             last = progress.evals[-1]["timesteps"] if progress.evals else -1.0
             if periodic is not None and last < steps:
                 learner.log(progress.evaluate_now(steps))

@@ -8,6 +8,8 @@ Modules:
 `gym-motion train`'s Stable-Baselines3 learner (PPO with BeyondMimic's hyperparameters, or
 SAC) is `gym_motion.training.sb3`.
 - `policy`: a trained run folder as a policy callable for `gym_motion.evaluate`.
+- `vec_wrappers`: `ObsMoments` and `SpacesVecEnv`, for rollouts collected in other processes
+  (`gym_motion.training.sb3_sampled`).
 
 The names below are imported on first use, so importing this package (as the command line does
 to register ``gym-motion train``) loads neither SB3 nor torch::

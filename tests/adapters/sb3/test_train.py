@@ -59,7 +59,8 @@ def test_train_cli_flags_and_defaults():
         "ppo": [],
         "eval_every": 500_000, "no_video": False, "library": "sb3", "device": "cpu",
         "distributed": False, "algo": "ppo", "sac": [], "sampling": "uniform",
-        "checkpoint_minutes": 5.0, "action_offset": "default",
+        "checkpoint_minutes": 5.0, "action_offset": "default", "samplers": 0,
+        "envs_per_sampler": None, "ray_address": None,
     }  # fmt: skip
     # the observation mode follows the algorithm unless given
     for argv, mode in ((["train"], "dict"), (["train", "--algo", "sac"], "policy"),
@@ -70,6 +71,14 @@ def test_train_cli_flags_and_defaults():
     env = run_config(build_parser().parse_args(argv)).env
     assert not env.state_estimation and env.sampling.mode == "adaptive"
     assert env.backend.name == "mujoco" and env.backend.num_threads == 1
+    # Ray samplers: K x N envs in all
+    argv = ["train", "--samplers", "2", "--envs-per-sampler", "128", "--ray-address", "auto"]
+    config = run_config(build_parser().parse_args(argv))
+    assert (config.samplers, config.num_envs, config.ray_address) == (2, 256, "auto")
+    with pytest.raises(ValueError, match="--envs-per-sampler needs --samplers"):
+        run_config(build_parser().parse_args(["train", "--envs-per-sampler", "8"]))
+    with pytest.raises(ValueError, match="must split evenly over 3 samplers"):
+        run_config(build_parser().parse_args(["train", "--samplers", "3", "--num-envs", "8"]))
 
 
 @pytest.fixture(scope="module")
