@@ -216,9 +216,14 @@ def test_policy_options_are_checked_alike_for_eval_and_render(command):
     policy_source(args, command)
     assert (args.onnx, args.policy) == (str(DEFAULT_POLICY_PATH), None)
     for argv, message in (
-        (["--policy", "tracker", "--model", "run"], "--policy tracker runs the shipped ONNX"),
+        (["--policy", "tracker", "--model", "run"], "--policy tracker runs a shipped ONNX"),
+        (["--policy", "jazz", "--onnx", "p.onnx"], "--policy jazz runs a shipped ONNX"),
         (["--onnx", "p.onnx", "--policy", "zero"], "--onnx runs the ONNX policy; drop"),
         (["--policy-meta", "m.yaml"], "--policy-meta goes with --onnx"),
     ):
         with pytest.raises(SystemExit, match=f"gym-motion {command}: {message}"):
             policy_source(p.parse_args(argv), command)
+    # the shipped jazz-walk policy names its clip (not shipped) and asks for it
+    with pytest.raises(SystemExit, match=r"jazz_walk_tracker\.onnx tracks g1moves_jazzwalk_60fps"
+                       r"\.npz .*pass --motion"):  # fmt: skip
+        policy_source(p.parse_args(["--policy", "jazz"]), command)
