@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import queue
+import signal
 import socket
 import sys
 import threading
@@ -131,16 +132,27 @@ def serve_browser(
 
     port = check_port(host, port)  # viser would silently take the next free port instead
     server = viser.ViserServer(host=host, port=port, label="gym-motion play", verbose=False)
+    stop = stop or threading.Event()
+    # Ctrl-C sets `stop`, so the loop ends between two updates: a KeyboardInterrupt raised in
+    # the middle of one could leave a lock of the server held, and its stop() then hangs
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGINT, lambda *_: stop.set())
     try:
         ui = _BrowserUI(server, session, render_cfg, paused)
         url = f"http://{host}:{server.get_port()}"
         if on_ready is not None:
             on_ready(url)
-        ui.run(stop or threading.Event())
+        ui.run(stop)
     except KeyboardInterrupt:
         pass
     finally:
-        server.stop()
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+        # bounded: a browser connection that does not close must not keep Ctrl-C waiting
+        stopper = threading.Thread(target=server.stop, daemon=True)
+        stopper.start()
+        stopper.join(timeout=10.0)
 
 
 class _BrowserUI:

@@ -160,6 +160,6 @@ def test_browser_plays_pauses_and_seeks_then_ctrl_c_stops_cleanly(play_url):
             browser.close()
 
     proc.send_signal(signal.SIGINT)  # Ctrl-C
-    out, err = proc.communicate(timeout=30)
+    out, err = proc.communicate(timeout=90)
     assert proc.returncode == 0, err[-2000:]
     assert "gym-motion play: stopped" in err and "Traceback" not in err
