@@ -737,6 +737,33 @@ def test_the_shipped_tracker_finishes_the_default_motion(tmp_path, capsys):
         main(["eval", "--policy", "tracker", "--onnx", str(DEFAULT_POLICY_PATH)])
 
 
+def test_the_shipped_jazz_policy_plays_as_far_as_its_training_says(tmp_path):
+    """The shipped jazz-walk policy (residual actions, exported with the reference folded in)
+    in BeyondMimic's convention: from the clip start it lasts as long as its own run's final
+    evaluation (its ``training`` metadata), far past the zero action's 40 steps."""
+    import re
+
+    from gym_motion.deploy import SHIPPED_POLICIES
+
+    clip_path = SHARED_POLICY.parent / "motions" / "g1moves_jazzwalk_60fps.npz"
+    if not clip_path.is_file():
+        pytest.skip(f"the G1 Moves jazz walk not found at {clip_path} (../shared/motions)")
+    path = SHIPPED_POLICIES["jazz"]
+    meta = props(path)
+    assert meta["motion_files"] == clip_path.name
+    stated = re.search(r"from the clip start (\d+) of 529 steps, MPKPE ([\d.]+) mm",
+                       meta["training"])  # fmt: skip
+    steps, mpkpe = int(stated.group(1)), float(stated.group(2))
+    out = tmp_path / "jazz.json"
+    argv = ["eval", "--policy", "jazz", "--motion", str(clip_path), "--json", str(out)]
+    assert main(argv) == 0
+    (clip,) = json.loads(out.read_text())["clips"].values()
+    assert clip["max_episode_steps"] == 529
+    assert clip["episode_length"] == pytest.approx(steps, rel=0.1)
+    assert clip["episode_length"] > 3 * 40
+    assert clip["mpkpe_mm"] == pytest.approx(mpkpe, rel=0.1)
+
+
 # ---------------------------------------------------------------------------------------------
 # onnxruntime threads
 
