@@ -25,7 +25,6 @@ onnxruntime is installed, against the torch module on random observations.
 from __future__ import annotations
 
 import io
-import json
 import os
 import warnings
 from pathlib import Path
@@ -157,10 +156,9 @@ def training_note(run_dir: str | os.PathLike) -> str | None:
     from gym_motion.training.run_folder import RunFolder
 
     folder = RunFolder(run_dir)
-    path = folder.path / "summary.json"
-    if not path.is_file():
+    summary = folder.summary()
+    if summary is None:
         return None
-    summary = json.loads(path.read_text())
     train = folder.train_settings()
     cfg = folder.env_cfg()
     offset = "residual actions" if cfg.action_offset == "reference" else "default-pose actions"

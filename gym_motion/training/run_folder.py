@@ -248,6 +248,11 @@ class RunFolder:
         """Write summary.json (atomically)."""
         write_json(self.path / "summary.json", summary)
 
+    def summary(self) -> dict[str, Any] | None:
+        """summary.json as written by `write_summary`, or None when the run has none yet."""
+        path = self.path / "summary.json"
+        return json.loads(path.read_text()) if path.is_file() else None
+
     # -- the trained policy --------------------------------------------------------------------
 
     def _learner(self):
