@@ -33,7 +33,7 @@ import numpy as np
 
 from gym_motion.motion import _kinematics
 from gym_motion.motion.arrays import MotionClip
-from gym_motion.motion.validation import MAX_JOINT_JUMP
+from gym_motion.motion.validation import MAX_JOINT_JUMP, first_frame_jump_hint
 from gym_motion.robots.spec import FLOOR_GEOM, RobotSpec
 
 __all__ = [
@@ -225,6 +225,7 @@ class MotionReport:
                 f"{source}: joint jumps above {MAX_JOINT_JUMP:g} rad per frame at "
                 f"{self.joint_jumps.frames} frame step(s); largest {w.name!r} {w.worst:.3f} rad "
                 f"from frame {self._at(w.worst_frame)} to {w.worst_frame + 1}"
+                + first_frame_jump_hint(self.joint_jumps.frames, w.first_frame)
             )
         if messages:
             messages[-1] += " (gym-motion inspect lists every joint and body)"

@@ -216,6 +216,28 @@ def _warn_joint_jumps(clip: MotionClip, src: str) -> None:
         warnings.warn(
             f"{src}: joint_pos jumps more than {MAX_JOINT_JUMP} rad in one frame at {len(frames)} "
             f"frame(s) (first frame {frames[0] + 1}); worst: joint {clip.joint_names[j]!r} "
-            f"{jump[t, j]:.3f} rad from frame {t} to {t + 1}",
+            f"{jump[t, j]:.3f} rad from frame {t} to {t + 1}"
+            + first_frame_jump_hint(len(frames), frames[0]),
             stacklevel=4,
         )
+
+
+def first_frame_jump_hint(num_steps: int, first_step: int) -> str:
+    """The advice appended to a joint-jump warning when the only jump is out of frame 0.
+
+    Args:
+        num_steps: how many frame steps t -> t + 1 change a joint too much.
+        first_step: t of the first of them.
+
+    Returns:
+        The hint, starting with ``"; "``, or ``""`` when the jumps are elsewhere as well.
+    """
+    # A lone jump out of frame 0 is typically a glitch in the source's first row; episodes
+    # from the clip start (RSI, evaluation) would begin at its huge joint velocity.
+    if num_steps != 1 or first_step != 0:
+        return ""
+    return (
+        "; only the first frame jumps: if it is a glitch of the source, drop it with "
+        "`gym-motion convert SOURCE --frames 1 STOP`, since episodes from the clip start "
+        "(evaluation's included) begin at that frame and its velocity"
+    )

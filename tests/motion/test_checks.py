@@ -86,6 +86,18 @@ def test_soft_limit_violations_are_counted_per_joint(default_clip):
     assert (jump.name, jump.frames, jump.first_frame) == ("left_knee_joint", 2, 99)
     expected = abs(soft_hi + 0.05 - default_clip.joint_pos[99, JOINTS.index("left_knee_joint")])
     assert report.joint_jumps.findings[0].worst == pytest.approx(expected, abs=1e-6)
+    assert "--frames 1 STOP" not in " ".join(report.warning_messages("clip"))
+
+
+def test_a_lone_jump_out_of_the_first_frame_says_how_to_drop_it(default_clip):
+    # the gangnam style's source has such a glitch: its first row's shoulder roll is 0.53 rad off
+    roll = default_clip.joint_pos[0, JOINTS.index("right_shoulder_roll_joint")]
+    clip = _with_joints(default_clip, slice(0, 1), right_shoulder_roll_joint=roll - 0.6)
+    report = check_motion(clip)
+    (jump,) = report.joint_jumps.findings
+    assert (jump.name, jump.frames, jump.first_frame) == ("right_shoulder_roll_joint", 1, 0)
+    (message,) = [m for m in report.warning_messages("clip.csv") if "joint jumps" in m]
+    assert "only the first frame jumps" in message and "--frames 1 STOP" in message
 
 
 def test_self_penetration_is_reported_per_body_pair_with_depth(default_clip):

@@ -196,6 +196,7 @@ def test_joint_limit_violation_warns_with_frame(default_clip, tmp_path, legacy_n
     assert "joint limits in 3 frame(s) (first frame 100)" in messages
     assert "'left_knee_joint'" in messages
     assert "jumps more than" in messages and "first frame 100" in messages
+    assert "--frames 1 STOP" not in messages  # the hint is for a lone jump out of frame 0
 
 
 def test_a_csv_passed_as_a_clip_is_refused_with_the_convert_command(tmp_path):
