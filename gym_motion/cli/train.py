@@ -102,6 +102,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "exported ONNX folds them back); default %(default)s",
     )  # fmt: skip
     task.add_argument(
+        "--anchor-horizontal-termination", type=float, default=None, metavar="METRES",
+        help="also end an episode when the anchor is more than METRES from the reference's "
+        "horizontally (the clip's global path; off by default, as in BeyondMimic's task)",
+    )  # fmt: skip
+    task.add_argument(
         "--sampling", choices=TRAIN_SAMPLING, default=d.env.sampling.mode,
         help="where training episodes start along the clips: uniform (default) or adaptive "
         "(failure-weighted, docs/task.md section 10)",
@@ -198,7 +203,11 @@ def run_config(args: argparse.Namespace):
         if not args.samplers:
             raise ValueError("--envs-per-sampler needs --samplers K (K >= 1)")
         num_envs = args.samplers * args.envs_per_sampler
-    env = train_env_cfg(state_estimation=not args.no_state_estimation, sampling=args.sampling)
+    env = train_env_cfg(
+        state_estimation=not args.no_state_estimation,
+        sampling=args.sampling,
+        anchor_horizontal_termination=args.anchor_horizontal_termination,
+    )
     threads = {"num_threads": args.num_threads} if args.num_threads else {}
     env = replace(env.updated(backend=args.backend, backend_kwargs=threads),
                   action_offset=args.action_offset)  # fmt: skip

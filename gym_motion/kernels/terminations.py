@@ -19,6 +19,20 @@ def height_error_exceeds(ref_pos_w, robot_pos_w, body_ids, threshold, out):
 
 
 @row_kernel
+def horizontal_error_exceeds(ref_pos_w, robot_pos_w, body_ids, threshold, out):
+    """True where any selected body's horizontal distance |xy_ref - xy| > threshold (m);
+    positions (N, B, 3), world frame."""
+    for i in prange(out.shape[0]):
+        hit = False
+        for b in body_ids:
+            dx = ref_pos_w[i, b, 0] - robot_pos_w[i, b, 0]
+            dy = ref_pos_w[i, b, 1] - robot_pos_w[i, b, 1]
+            if dx * dx + dy * dy > threshold * threshold:
+                hit = True
+        out[i] = hit
+
+
+@row_kernel
 def gravity_z_error_exceeds(ref_quat_w, robot_quat_w, threshold, out):
     """True where |g_z(ref) - g_z(robot)| > threshold, g = world gravity direction (0, 0, -1)
     expressed in the body frame; quaternions (N, 4) wxyz. g_z = -R[2, 2] = -(1 - 2(x^2 + y^2))."""

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gym_motion.envs.config import TrackingEnvCfg
+from gym_motion.managers.termination import TerminationTermCfg, anchor_horizontal
 
 __all__ = ["OBS_MODES", "TRAIN_SAMPLING", "RunConfig", "train_env_cfg"]
 
@@ -21,20 +22,32 @@ def train_env_cfg(
     sampling: str = "uniform",
     action_offset: str = "default",
     cfg: TrackingEnvCfg | None = None,
+    anchor_horizontal_termination: float | None = None,
 ) -> TrackingEnvCfg:
     """The training task: `cfg` (default: the default task) with `state_estimation`, its
     episode starts sampled by `sampling` ("uniform", the default, or "adaptive") and its
     `action_offset` ("default": BeyondMimic's, target = default pose + scale x action;
     "reference": residual actions around the clip's joint positions, docs/measurements.md).
+    `anchor_horizontal_termination` (m; None: off, BeyondMimic's task) adds the termination
+    term ``anchor_horizontal`` (`gym_motion.managers.termination.anchor_horizontal`): the
+    anchor's horizontal distance from the reference's above it ends the episode.
 
     Raises:
-        ValueError: another sampling mode.
+        ValueError: another sampling mode, or a termination distance that is not > 0.
     """
     if sampling not in TRAIN_SAMPLING:
         raise ValueError(f"sampling must be one of {TRAIN_SAMPLING}, got {sampling!r}")
     cfg = replace(
         cfg or TrackingEnvCfg(), state_estimation=state_estimation, action_offset=action_offset
     )
+    if anchor_horizontal_termination is not None:
+        if not anchor_horizontal_termination > 0.0:
+            raise ValueError(
+                "the anchor's horizontal termination distance must be > 0 m, got "
+                f"{anchor_horizontal_termination!r}"
+            )
+        term = TerminationTermCfg(anchor_horizontal, {"threshold": anchor_horizontal_termination})
+        cfg = replace(cfg, terminations={**cfg.terminations, "anchor_horizontal": term})
     return replace(cfg, sampling=replace(cfg.sampling, mode=sampling))
 
 

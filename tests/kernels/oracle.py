@@ -208,6 +208,15 @@ def joint_limit_violation(joint_pos, soft_limits) -> np.ndarray:
 # ---------------------------------------------------------------- terminations (section 8)
 
 
+def horizontal_error(ref_pos, pos, body_ids) -> np.ndarray:
+    """max_k |xy_ref - xy| over the selected bodies."""
+    d = (
+        np.asarray(ref_pos, np.float64)[:, body_ids, :2]
+        - np.asarray(pos, np.float64)[:, body_ids, :2]
+    )
+    return np.max(np.linalg.norm(d, axis=-1), -1)
+
+
 def height_error(ref_pos, pos, body_ids) -> np.ndarray:
     """max_k |z_ref - z| over the selected bodies."""
     dz = (

@@ -43,6 +43,25 @@ def test_height_error_exceeds_matches_oracle_on_body_subset(n):
 
 
 @pytest.mark.parametrize("n", SIZES)
+def test_horizontal_error_exceeds_matches_oracle_on_body_subset(n):
+    rng = rng_for(n, 13)
+    ref = f32(rng.uniform(-1.0, 1.0, (n, N_BODIES, 3)))
+    robot = f32(ref + rng.uniform(-0.4, 0.4, ref.shape))
+    for ids in (SUBSET, np.array([ANCHOR], np.int64)):
+        expected = o.horizontal_error(ref, robot, ids)
+        ref_p, robot_p = ref.copy(), robot.copy()
+        others = np.setdiff1d(np.arange(N_BODIES), ids)
+        # Unselected bodies far off, and height errors, must not matter.
+        robot_p[:, others, :2] += 10.0
+        robot_p[:, :, 2] += 5.0
+        out = np.zeros(n, np.bool_)
+        call_unmutated(k.horizontal_error_exceeds, ref_p, robot_p, ids, 0.3, out)
+        _assert_decisions(out, expected, 0.3)
+    if n > 1:
+        assert 0 < out.sum() < n
+
+
+@pytest.mark.parametrize("n", SIZES)
 def test_gravity_z_error_exceeds_matches_oracle_and_ignores_quaternion_sign(n):
     rng = rng_for(n, 12)
     ref = o.random_unit_quat(rng, (n, N_BODIES))

@@ -60,7 +60,7 @@ def test_train_cli_flags_and_defaults():
         "eval_every": 500_000, "no_video": False, "library": "sb3", "device": "cpu",
         "distributed": False, "algo": "ppo", "sac": [], "sampling": "uniform",
         "checkpoint_minutes": 5.0, "action_offset": "default", "samplers": 0,
-        "envs_per_sampler": None, "ray_address": None,
+        "envs_per_sampler": None, "ray_address": None, "anchor_horizontal_termination": None,
     }  # fmt: skip
     # the observation mode follows the algorithm unless given
     for argv, mode in ((["train"], "dict"), (["train", "--algo", "sac"], "policy"),
@@ -71,6 +71,13 @@ def test_train_cli_flags_and_defaults():
     env = run_config(build_parser().parse_args(argv)).env
     assert not env.state_estimation and env.sampling.mode == "adaptive"
     assert env.backend.name == "mujoco" and env.backend.num_threads == 1
+    assert "anchor_horizontal" not in env.terminations  # BeyondMimic's three terms by default
+    argv = ["train", "--anchor-horizontal-termination", "0.5"]
+    env = run_config(build_parser().parse_args(argv)).env
+    assert env.terminations["anchor_horizontal"].params == {"threshold": 0.5}
+    assert type(env).from_json(env.to_json()) == env  # config.json keeps it for eval and export
+    with pytest.raises(ValueError, match="horizontal termination distance must be > 0 m"):
+        run_config(build_parser().parse_args(["train", "--anchor-horizontal-termination", "0"]))
     # Ray samplers: K x N envs in all
     argv = ["train", "--samplers", "2", "--envs-per-sampler", "128", "--ray-address", "auto"]
     config = run_config(build_parser().parse_args(argv))
