@@ -12,10 +12,13 @@ from gym_motion.curriculum import reset_noise_scale
 if TYPE_CHECKING:
     from gym_motion.training.config import RunConfig
 
-__all__ = ["EVAL_KEYS", "Progress", "RunAborted"]
+__all__ = ["BEST_KEY", "EVAL_KEYS", "Progress", "RunAborted"]
 
 # the keys of an evaluation's "mean" that are logged as eval/<key> and drawn in the curves
 EVAL_KEYS = ("episode_length", "success_rate", "mpkpe_mm", "tracking_reward_per_clip_step")
+# what "best" means among a run's evaluations: survival and tracking on one scale (a fallen
+# robot earns nothing for the rest of the clip); the first of equal scores is kept
+BEST_KEY = "tracking_reward_per_clip_step"
 
 
 class RunAborted(RuntimeError):
@@ -37,11 +40,15 @@ class Progress:
         checkpoint: saves the run at the env steps it is given (None: no checkpoints, e.g.
             ranks other than 0), called at the first rollout end after every
             ``config.checkpoint_minutes``.
+        keep_best: called with the env steps and the evaluation's result whenever an
+            evaluation scores higher on `BEST_KEY` than every earlier one of the run (resumed
+            sessions included); None: not kept.
 
     Attributes:
         scale: the reset-noise scale in use. stop: learning should stop (the budget).
         history: per logged rollout, ``timesteps`` and the learner's values (curves).
         evals: per evaluation, ``timesteps`` and ``eval/<key>`` for `EVAL_KEYS`.
+        best: ``{"timesteps", "score"}`` of the best evaluation so far, or None.
     """
 
     def __init__(
@@ -52,6 +59,7 @@ class Progress:
         world_size: int = 1,
         device: str = "cpu",
         checkpoint: Callable[[int], None] | None = None,
+        keep_best: Callable[[int, dict[str, Any]], None] | None = None,
     ):
         self.config, self.env, self._evaluate = config, env, evaluate
         self.world_size, self.device = world_size, device
@@ -62,6 +70,8 @@ class Progress:
         self._next_eval = config.eval_every_steps or math.inf
         self._checkpoint = checkpoint if config.checkpoint_minutes > 0 else None
         self.checkpoints = 0
+        self._keep_best = keep_best
+        self.best: dict[str, float] | None = None
         self._learn_s0 = 0.0
         self._t0 = self._saved = time.perf_counter()
         self._set_scale(0)
@@ -75,6 +85,7 @@ class Progress:
             "evals": self.evals,
             "next_eval": None if math.isinf(self._next_eval) else self._next_eval,
             "checkpoints": self.checkpoints,
+            "best": self.best,
         }
 
     def restore(self, state: dict[str, Any]) -> None:
@@ -82,6 +93,7 @@ class Progress:
         reset-noise scale of its env steps."""
         self.history, self.evals = list(state["history"]), list(state["evals"])
         self.checkpoints = int(state["checkpoints"])
+        self.best = state.get("best")  # absent in runs saved before best/ was kept
         self._learn_s0 = float(state["learn_s"])
         if state["next_eval"] is not None and self.config.eval_every_steps:
             self._next_eval = state["next_eval"]
@@ -128,10 +140,17 @@ class Progress:
         return out
 
     def evaluate_now(self, steps: int) -> dict[str, float]:
-        """Evaluate the current policy; keep and return its ``eval/*`` values."""
-        mean = self._evaluate()["mean"]
+        """Evaluate the current policy; keep and return its ``eval/*`` values, and keep the
+        policy (`keep_best`) if it is the run's best so far."""
+        result = self._evaluate()
+        mean = result["mean"]
         values = {f"eval/{k}": float(mean[k]) for k in EVAL_KEYS if mean.get(k) is not None}
         self.evals.append({"timesteps": float(steps), **values})
+        score = mean.get(BEST_KEY)
+        if self._keep_best is not None and score is not None:
+            if self.best is None or score > self.best["score"]:
+                self.best = {"timesteps": float(steps), "score": float(score)}
+                self._keep_best(steps, result)
         return values
 
     def _over_budget(self) -> bool:

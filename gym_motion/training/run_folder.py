@@ -26,6 +26,7 @@ import numpy as np
 
 from gym_motion.atomic import write_json
 from gym_motion.envs.config import TrackingEnvCfg
+from gym_motion.training.progress import BEST_KEY
 
 if TYPE_CHECKING:
     from gym_motion.policy import BindablePolicy, Policy
@@ -252,6 +253,29 @@ class RunFolder:
         """summary.json as written by `write_summary`, or None when the run has none yet."""
         path = self.path / "summary.json"
         return json.loads(path.read_text()) if path.is_file() else None
+
+    # -- best/: the policy of the run's best evaluation -------------------------------------------
+
+    @property
+    def best_path(self) -> Path:
+        """``best/``: the policy of the run's best evaluation from the clip start (highest
+        tracking reward per clip step, `gym_motion.training.progress.BEST_KEY`; periodic and
+        final evaluations), a run folder of its own (``--model RUN/best``)."""
+        return self.path / "best"
+
+    def write_best(self, env_steps: int, learn_s: float, evaluation: dict[str, Any]) -> None:
+        """Write best/'s config.json (the run's) and summary.json (atomically): the env steps
+        and seconds of learning at which the policy saved there was evaluated, and that
+        evaluation (``after``, as in the run's summary.json). The learner saves the policy."""
+        best = RunFolder(self.best_path)
+        write_json(best.config_path, self.config())
+        best.write_summary({
+            "run": str(self.best_path),
+            "best_of": f"the evaluations of {self.path} from the clip start, by {BEST_KEY}",
+            "env_steps": int(env_steps),
+            "train_wall_s": round(learn_s, 2),
+            "after": evaluation,
+        })  # fmt: skip
 
     # -- the trained policy --------------------------------------------------------------------
 

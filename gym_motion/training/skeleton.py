@@ -177,8 +177,14 @@ def train(config: RunConfig, *, resume: bool = False) -> dict[str, Any]:
         learner.save(folder.path)
         folder.write_progress({**progress.state(steps), "before": before})
 
+    def keep_best(steps: int, result: dict[str, Any]) -> None:
+        folder.best_path.mkdir(exist_ok=True)
+        learner.save(folder.best_path)
+        folder.write_best(steps, progress.learn_s, result)
+
     # the reset-noise scale is set before the learner's wrapper resets the envs
-    progress = Progress(config, env, periodic, world, config.device, save if main else None)
+    progress = Progress(config, env, periodic, world, config.device, save if main else None,
+                        keep_best if main else None)  # fmt: skip
     if state:
         progress.restore(state)
     learner = None

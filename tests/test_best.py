@@ -1,0 +1,45 @@
+"""best/: the policy of a run's best evaluation from the clip start, kept as a run folder of its
+own (``--model RUN/best``), beside the final policy the run ends with."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("torch")
+
+from gym_motion.training import RunConfig, RunFolder, train  # noqa: E402
+from gym_motion.training.export import training_note  # noqa: E402
+from gym_motion.training.libraries import LIBRARIES  # noqa: E402
+from gym_motion.training.progress import BEST_KEY  # noqa: E402
+
+SETTINGS = {
+    "sb3": {"ppo": {"n_steps": 8, "net_arch": [16]}},
+    "rsl_rl": {"ppo": {"num_steps_per_env": 8, "hidden_dims": [16]}},
+}
+
+
+@pytest.mark.parametrize("library", sorted(LIBRARIES))
+def test_best_keeps_the_policy_of_the_highest_scoring_evaluation(library, tmp_path):
+    pytest.importorskip({"sb3": "stable_baselines3", "rsl_rl": "rsl_rl"}[library])
+    out = tmp_path / "run"
+    summary = train(RunConfig(
+        library=library, num_envs=2, total_steps=64, eval_every_steps=16, eval_max_seconds=0.3,
+        video_seconds=0.0, reset_noise_ramp_steps=0, out=str(out), **SETTINGS[library],
+    ))  # fmt: skip
+    evals = json.loads((out / "progress.json").read_text())["evals"]
+    scores = [e[f"eval/{BEST_KEY}"] for e in evals]
+    assert [e["timesteps"] for e in evals] == [16, 32, 48, 64] and len(set(scores)) > 1
+    first_best = scores.index(max(scores))
+    best = RunFolder(out).best_path
+    kept = json.loads((best / "summary.json").read_text())
+    assert kept["env_steps"] == evals[first_best]["timesteps"]
+    assert kept["after"]["mean"][BEST_KEY] == max(scores)
+    assert json.loads((best / "config.json").read_text()) == RunFolder(out).config()
+    # the policy saved there plays that evaluation again, value for value
+    again = RunFolder(best).evaluate(max_seconds=0.3)
+    assert again["mean"] == kept["after"]["mean"]
+    assert f"{kept['env_steps'] / 1e6:.1f} M env steps" in training_note(best)
+    if first_best == len(scores) - 1:  # the final policy is the best: the same evaluation
+        assert summary["after"]["mean"][BEST_KEY] == pytest.approx(max(scores))
