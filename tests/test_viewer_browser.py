@@ -77,10 +77,10 @@ def _frame(page) -> int:
     return int(text.split(" / ")[0])
 
 
-def _settled(page) -> int | None:
-    """The frame shown if it stays the same for a second, else None."""
+def _settled(page, seconds: float = 1.0) -> int | None:
+    """The frame shown if it stays the same for `seconds`, else None."""
     before = _frame(page)
-    time.sleep(1.0)
+    time.sleep(seconds)
     return before if _frame(page) == before else None
 
 
@@ -131,9 +131,10 @@ def test_browser_plays_pauses_and_seeks_then_ctrl_c_stops_cleanly(play_url):
             _wait(lambda: _frame(page) != first or None, what="the frame counter to advance")
 
             # pause: the counter stops (once the browser has drawn the updates already sent:
-            # a software-rendering browser on a busy machine lags the server by seconds)
+            # a software-rendering browser on a busy machine lags the server by seconds, and
+            # once stalled 1.5 s with 8 frames still to draw, so "stopped" means 3 s unchanged)
             page.get_by_role("button", name="Pause").click()
-            paused = _wait(lambda: _settled(page), timeout=30, what="the counter to stop")
+            paused = _wait(lambda: _settled(page, 3.0), timeout=45, what="the counter to stop")
             still = _wait(lambda: _still_view(page), what="the view to stop changing")
             time.sleep(1.5)
             assert _frame(page) == paused
