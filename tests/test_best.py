@@ -43,3 +43,56 @@ def test_best_keeps_the_policy_of_the_highest_scoring_evaluation(library, tmp_pa
     assert f"{kept['env_steps'] / 1e6:.1f} M env steps" in training_note(best)
     if first_best == len(scores) - 1:  # the final policy is the best: the same evaluation
         assert summary["after"]["mean"][BEST_KEY] == pytest.approx(max(scores))
+
+
+def test_best_without_periodic_evaluations_is_the_final_policy(tmp_path):
+    pytest.importorskip("stable_baselines3")
+    out = tmp_path / "run"
+    summary = train(RunConfig(
+        num_envs=2, total_steps=32, eval_every_steps=0, eval_max_seconds=0.3, video_seconds=0.0,
+        reset_noise_ramp_steps=0, out=str(out), **SETTINGS["sb3"],
+    ))  # fmt: skip
+    kept = json.loads((out / "best" / "summary.json").read_text())
+    assert kept["env_steps"] == summary["env_steps"] == 32
+    assert kept["after"]["mean"] == summary["after"]["mean"]
+
+
+def test_a_resumed_run_keeps_a_best_newer_than_its_checkpoint(tmp_path):
+    """A process killed after best/ was written but before the next checkpoint: the resumed run
+    reads best/'s own score, and only a higher one replaces it."""
+    pytest.importorskip("stable_baselines3")
+    out = tmp_path / "run"
+    common = dict(num_envs=2, eval_every_steps=16, eval_max_seconds=0.3, video_seconds=0.0,
+                  reset_noise_ramp_steps=0, out=str(out), **SETTINGS["sb3"])  # fmt: skip
+    train(RunConfig(total_steps=32, **common))
+    progress = json.loads((out / "progress.json").read_text())
+    first = [e[f"eval/{BEST_KEY}"] for e in progress["evals"]]
+    progress["best"] = None  # the checkpoint predates best/
+    (out / "progress.json").write_text(json.dumps(progress))
+    train(RunConfig(total_steps=64, **common), resume=True)
+    evals = json.loads((out / "progress.json").read_text())["evals"]
+    scores = [e[f"eval/{BEST_KEY}"] for e in evals]
+    assert scores[: len(first)] == first and len(scores) > len(first)
+    kept = json.loads((out / "best" / "summary.json").read_text())
+    assert kept["env_steps"] == evals[scores.index(max(scores))]["timesteps"]
+
+
+def test_an_interrupted_best_write_leaves_the_previous_best(tmp_path):
+    folder = RunFolder(tmp_path / "run")
+    folder.path.mkdir()
+    (folder.path / "config.json").write_text("{}")
+    evaluation = {"mean": {BEST_KEY: 1.0}}
+    folder.write_best(16, 1.0, evaluation, lambda p: (p / "model.zip").write_text("first"))
+
+    def interrupted(path):
+        (path / "model.zip").write_text("second, half")
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        folder.write_best(32, 2.0, {"mean": {BEST_KEY: 2.0}}, interrupted)
+    assert (folder.best_path / "model.zip").read_text() == "first"
+    assert folder.best_evaluation() == {"timesteps": 16.0, "score": 1.0}
+    third = {"mean": {BEST_KEY: 3.0}}
+    folder.write_best(48, 3.0, third, lambda p: (p / "model.zip").write_text("3"))
+    assert (folder.best_path / "model.zip").read_text() == "3"
+    assert sorted(p.name for p in folder.path.iterdir()) == ["best", "config.json"]

@@ -114,8 +114,9 @@ def test_checkpoints_are_whole_runs_while_learning(library, tmp_path, monkeypatc
     train(RunConfig(library=library, num_envs=2, total_steps=48, out=str(out),
                     eval_every_steps=0, eval_max_seconds=0.1, video_seconds=0.0,
                     checkpoint_minutes=1e-9, **SETTINGS[library]))  # fmt: skip
-    # 3 rollouts of 8 steps x 2 envs: a checkpoint after each, and the final save
-    assert len(loaded) == 4
+    # 3 rollouts of 8 steps x 2 envs: a checkpoint after each, the final save, and best/ (the
+    # final policy, as no periodic evaluation ran)
+    assert len(loaded) == 5
     assert not [p.name for p in out.iterdir() if p.name.endswith(".tmp")]
 
 

@@ -102,7 +102,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "exported ONNX folds them back); default %(default)s",
     )  # fmt: skip
     task.add_argument(
-        "--anchor-horizontal-termination", type=float, default=None, metavar="METRES",
+        "--anchor-horizontal-termination", type=cli_number(float, 0.0, low_open=True),
+        default=None, metavar="METRES",
         help="also end an episode when the anchor is more than METRES from the reference's "
         "horizontally (the clip's global path; off by default, as in BeyondMimic's task)",
     )  # fmt: skip

@@ -30,11 +30,11 @@ def anchor_height(s: MDPState, out: np.ndarray, threshold: float) -> Callable[[]
 
 @bound_term
 def anchor_horizontal(s: MDPState, out: np.ndarray, threshold: float) -> Callable[[], None]:
-    """|xy_ref - xy| of the anchor body > threshold (m), reference as recorded (world frame).
+    """|xy_ref - xy| of the anchor body > threshold (m), reference not re-anchored.
 
     Not one of the task's terminations (docs/task.md section 8): an option that makes the task
     track the clip's global path, which BeyondMimic's terms leave to the ``anchor_pos`` reward
-    (`gym-motion train --anchor-xy-termination`).
+    (`gym-motion train --anchor-horizontal-termination`).
     """
     ids = np.array([s.anchor])
     return partial(k.horizontal_error_exceeds, s.ref.pos_w, s.robot.pos_w, ids, threshold, out)

@@ -237,7 +237,8 @@ def first_frame_jump_hint(num_steps: int, first_step: int) -> str:
     if num_steps != 1 or first_step != 0:
         return ""
     return (
-        "; only the first frame jumps: if it is a glitch of the source, drop it with "
-        "`gym-motion convert SOURCE --frames 1 STOP`, since episodes from the clip start "
-        "(evaluation's included) begin at that frame and its velocity"
+        "; only the first frame jumps: if it is a glitch of the source, convert from one row "
+        "later (`gym-motion convert SOURCE --frames 1 STOP` for a whole source of STOP rows), "
+        "since episodes from the clip start (evaluation's included) begin at that frame and "
+        "its velocity"
     )

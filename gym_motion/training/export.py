@@ -168,6 +168,8 @@ def training_note(run_dir: str | os.PathLike) -> str | None:
         f"{cfg.sampling.mode} starts: {summary['env_steps'] / 1e6:.1f} M env steps, "
         f"{summary['train_wall_s']:.0f} s of learning"
     )
+    if "best_of" in summary:
+        note += " (best/: the policy of the run's best evaluation)"
     clips = (summary.get("after") or {}).get("clips") or {}
     for result in clips.values():
         note += (

@@ -146,12 +146,18 @@ class Progress:
         mean = result["mean"]
         values = {f"eval/{k}": float(mean[k]) for k in EVAL_KEYS if mean.get(k) is not None}
         self.evals.append({"timesteps": float(steps), **values})
-        score = mean.get(BEST_KEY)
-        if self._keep_best is not None and score is not None:
-            if self.best is None or score > self.best["score"]:
-                self.best = {"timesteps": float(steps), "score": float(score)}
-                self._keep_best(steps, result)
+        self.offer_best(steps, result)
         return values
+
+    def offer_best(self, steps: int, result: dict[str, Any]) -> None:
+        """Keep the policy evaluated in `result` (`keep_best`) if it scores higher on
+        `BEST_KEY` than the best so far; `best` changes only once it is kept."""
+        score = result["mean"].get(BEST_KEY)
+        if self._keep_best is None or score is None:
+            return
+        if self.best is None or score > self.best["score"]:
+            self._keep_best(steps, result)
+            self.best = {"timesteps": float(steps), "score": float(score)}
 
     def _over_budget(self) -> bool:
         over = self.seconds is not None and time.perf_counter() - self._t0 > self.seconds

@@ -17,8 +17,9 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -263,19 +264,47 @@ class RunFolder:
         final evaluations), a run folder of its own (``--model RUN/best``)."""
         return self.path / "best"
 
-    def write_best(self, env_steps: int, learn_s: float, evaluation: dict[str, Any]) -> None:
-        """Write best/'s config.json (the run's) and summary.json (atomically): the env steps
-        and seconds of learning at which the policy saved there was evaluated, and that
-        evaluation (``after``, as in the run's summary.json). The learner saves the policy."""
-        best = RunFolder(self.best_path)
-        write_json(best.config_path, self.config())
-        best.write_summary({
+    def write_best(
+        self,
+        env_steps: int,
+        learn_s: float,
+        evaluation: dict[str, Any],
+        save_policy: Callable[[Path], None],
+    ) -> None:
+        """Replace best/ with the policy `save_policy(folder)` writes, the run's config.json
+        and a summary.json: the env steps and seconds of learning at which that policy was
+        evaluated and the evaluation (``after``, as in the run's summary.json). best/ is built
+        as ``best.tmp/`` and swapped in whole, so an interrupted write leaves the previous one.
+        """
+        tmp, old = self.path / "best.tmp", self.path / "best.old"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        kept = RunFolder(tmp)
+        write_json(kept.config_path, self.config())
+        save_policy(tmp)
+        kept.write_summary({
             "run": str(self.best_path),
             "best_of": f"the evaluations of {self.path} from the clip start, by {BEST_KEY}",
             "env_steps": int(env_steps),
             "train_wall_s": round(learn_s, 2),
             "after": evaluation,
         })  # fmt: skip
+        shutil.rmtree(old, ignore_errors=True)
+        if self.best_path.exists():
+            self.best_path.rename(old)
+        tmp.rename(self.best_path)
+        shutil.rmtree(old, ignore_errors=True)
+
+    def best_evaluation(self) -> dict[str, float] | None:
+        """``{"timesteps", "score"}`` of the policy in best/ (its `BEST_KEY` score), or None
+        when the run has no best/."""
+        summary = RunFolder(self.best_path).summary()
+        if summary is None:
+            return None
+        return {
+            "timesteps": float(summary["env_steps"]),
+            "score": float(summary["after"]["mean"][BEST_KEY]),
+        }
 
     # -- the trained policy --------------------------------------------------------------------
 

@@ -178,15 +178,17 @@ def train(config: RunConfig, *, resume: bool = False) -> dict[str, Any]:
         folder.write_progress({**progress.state(steps), "before": before})
 
     def keep_best(steps: int, result: dict[str, Any]) -> None:
-        folder.best_path.mkdir(exist_ok=True)
-        learner.save(folder.best_path)
-        folder.write_best(steps, progress.learn_s, result)
+        folder.write_best(steps, progress.learn_s, result, learner.save)
 
     # the reset-noise scale is set before the learner's wrapper resets the envs
     progress = Progress(config, env, periodic, world, config.device, save if main else None,
                         keep_best if main else None)  # fmt: skip
     if state:
         progress.restore(state)
+        # best/ may be newer than the checkpoint (kept after it, then the process was killed)
+        kept = folder.best_evaluation()
+        if kept is not None and (progress.best is None or kept["score"] > progress.best["score"]):
+            progress.best = kept
     learner = None
     try:
         learner = library(config, env, folder.path if main else None, world)
@@ -241,6 +243,7 @@ def train(config: RunConfig, *, resume: bool = False) -> dict[str, Any]:
                 learner.log(progress.evaluate_now(steps))
             after = evaluate(learner.policy())
             summary["after"], summary["after_vs_before"] = after, _after_vs_before(before, after)
+            progress.offer_best(steps, after)  # best/ also without periodic evaluations
             if config.video_seconds > 0:
                 summary["video"] = _final_video(folder.path / "final_eval.mp4", learner.policy(),
                                                 motions[0], config)  # fmt: skip

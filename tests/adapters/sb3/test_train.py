@@ -76,8 +76,10 @@ def test_train_cli_flags_and_defaults():
     env = run_config(build_parser().parse_args(argv)).env
     assert env.terminations["anchor_horizontal"].params == {"threshold": 0.5}
     assert type(env).from_json(env.to_json()) == env  # config.json keeps it for eval and export
+    with pytest.raises(SystemExit):  # argparse: "argument --anchor-horizontal-termination"
+        build_parser().parse_args(["train", "--anchor-horizontal-termination", "0"])
     with pytest.raises(ValueError, match="horizontal termination distance must be > 0 m"):
-        run_config(build_parser().parse_args(["train", "--anchor-horizontal-termination", "0"]))
+        train_env_cfg(anchor_horizontal_termination=float("nan"))
     # Ray samplers: K x N envs in all
     argv = ["train", "--samplers", "2", "--envs-per-sampler", "128", "--ray-address", "auto"]
     config = run_config(build_parser().parse_args(argv))
