@@ -48,7 +48,8 @@ class Progress:
         scale: the reset-noise scale in use. stop: learning should stop (the budget).
         history: per logged rollout, ``timesteps`` and the learner's values (curves).
         evals: per evaluation, ``timesteps`` and ``eval/<key>`` for `EVAL_KEYS`.
-        best: ``{"timesteps", "score"}`` of the best evaluation so far, or None.
+        best: ``{"timesteps", "score"}`` of the best evaluation so far, or None (a resumed
+            run sets it from its best/ folder, which records it).
     """
 
     def __init__(
@@ -85,7 +86,6 @@ class Progress:
             "evals": self.evals,
             "next_eval": None if math.isinf(self._next_eval) else self._next_eval,
             "checkpoints": self.checkpoints,
-            "best": self.best,
         }
 
     def restore(self, state: dict[str, Any]) -> None:
@@ -93,7 +93,6 @@ class Progress:
         reset-noise scale of its env steps."""
         self.history, self.evals = list(state["history"]), list(state["evals"])
         self.checkpoints = int(state["checkpoints"])
-        self.best = state.get("best")  # absent in runs saved before best/ was kept
         self._learn_s0 = float(state["learn_s"])
         if state["next_eval"] is not None and self.config.eval_every_steps:
             self._next_eval = state["next_eval"]

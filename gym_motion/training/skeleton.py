@@ -185,10 +185,7 @@ def train(config: RunConfig, *, resume: bool = False) -> dict[str, Any]:
                         keep_best if main else None)  # fmt: skip
     if state:
         progress.restore(state)
-        # best/ may be newer than the checkpoint (kept after it, then the process was killed)
-        kept = folder.best_evaluation()
-        if kept is not None and (progress.best is None or kept["score"] > progress.best["score"]):
-            progress.best = kept
+        progress.best = folder.best_evaluation()  # best/ records it, also when newer than state
     learner = None
     try:
         learner = library(config, env, folder.path if main else None, world)
