@@ -59,6 +59,7 @@ from gym_motion.policy import BindablePolicy, Policy, bind_policy
 
 __all__ = [
     "METRICS",
+    "anchor_trace",
     "ending",
     "evaluate_clip",
     "evaluate_policy_on_clips",
@@ -192,6 +193,58 @@ def evaluate_clip(
 
 
 _CAUSE = "final/termination/"
+
+
+def anchor_trace(
+    clip: str | os.PathLike,
+    policy: Policy | BindablePolicy | None,
+    cfg: TrackingEnvCfg | None = None,
+    *,
+    obs_mode: str = "policy",
+) -> dict[str, np.ndarray]:
+    """The anchor's horizontal path in one episode of `policy` from the clip's first frame
+    (`eval_cfg`, as `evaluate_clip` plays it), against the reference's, to tell a policy that
+    leaves the clip's route from one that walks it late (``scripts/route_lag.py`` prints both).
+
+    Args:
+        clip: a clip npz, played in real time. policy, cfg, obs_mode: as `evaluate_clip`.
+
+    Returns:
+        ``robot``, ``reference``: (T, 2) float64, the robot's and the reference's anchor x, y
+        (world frame, m) after each of the T control steps played (T = the episode length);
+        ``route``: (H + 1, 2) float64, the reference anchor's x, y at every control frame of the
+        clip (frame k is what step k plays; H = the horizon), in the same frame.
+
+    Raises:
+        ValueError: as `evaluate_clip`.
+    """
+    from gym_motion.envs.config import eval_cfg
+    from gym_motion.envs.tracking import TrackingVecEnv
+    from gym_motion.motion.library import MotionLibrary
+
+    cfg = eval_cfg(cfg)
+    library = MotionLibrary.from_paths(clip, fps=1.0 / cfg.sim.control_dt, robot=cfg.robot)
+    horizon = int(library.lengths[0]) - 1
+    env = TrackingVecEnv(1, motion=library, cfg=cfg, obs_mode=obs_mode,
+                         max_episode_steps=horizon)  # fmt: skip
+    try:
+        act = bind_policy(policy, env)
+        s, a = env.state, env.state.anchor
+        robot, reference = [], []
+        obs, _ = env.reset(seed=0)
+        for _ in range(horizon):
+            obs, _, terminated, truncated, _ = env.step(act(obs))
+            # NEXT_STEP autoreset: the state is still the episode's last after it ends
+            robot.append(s.robot.pos_w[0, a, :2].astype(np.float64))
+            reference.append(s.ref.pos_w[0, a, :2].astype(np.float64))
+            if terminated[0] or truncated[0]:
+                break
+        route = library.body_pos_w[: horizon + 1, library.body_names.index(s.body_names[a]), :2]
+    finally:
+        env.close()
+    reference_xy = np.array(reference)
+    route = route.astype(np.float64) + (reference_xy[0] - route[1])  # the env's origin
+    return {"robot": np.array(robot), "reference": reference_xy, "route": route}
 
 
 def evaluate_policy_on_clips(

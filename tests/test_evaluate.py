@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from gym_motion.cli import main
-from gym_motion.evaluate import METRICS, evaluate_clip, evaluate_policy_on_clips
+from gym_motion.evaluate import METRICS, anchor_trace, evaluate_clip, evaluate_policy_on_clips
 from gym_motion.motion import DEFAULT_MOTION_PATH
 from gym_motion.policy import zero_policy
 from gym_motion.training import RunFolder
@@ -179,6 +179,27 @@ def test_dict_observations_reach_the_policy_as_a_dict():
 
     evaluate_clip(DEFAULT_MOTION_PATH, policy, obs_mode="dict", max_seconds=0.04)
     assert seen == [{"policy": (1, 160), "critic": (1, 286)}] * 2
+
+
+def test_anchor_trace_is_the_episode_evaluate_clip_scores_on_the_clips_route():
+    """The zero action on the default motion: as many steps as `evaluate_clip`'s episode, the
+    reference on the clip's route one frame per step (the env's origin removed), and the
+    horizontal anchor error no larger than the 3-D one `evaluate_clip` averages."""
+    from gym_motion.motion import load_clip
+    from gym_motion.robots.g1 import G1
+
+    scored = evaluate_clip(DEFAULT_MOTION_PATH, None)
+    trace = anchor_trace(DEFAULT_MOTION_PATH, None)
+    steps = len(trace["robot"])
+    assert steps == scored["episode_length"] < scored["max_episode_steps"]  # it falls
+    clip = load_clip(DEFAULT_MOTION_PATH)
+    assert trace["route"].shape == (clip.num_frames, 2)
+    np.testing.assert_allclose(trace["reference"], trace["route"][1 : steps + 1], atol=1e-5)
+    anchor_xy = clip.body_pos_w[:, clip.body_index(G1.anchor_body), :2]
+    np.testing.assert_allclose(trace["route"] - trace["route"][0], anchor_xy - anchor_xy[0],
+                               atol=1e-5)  # fmt: skip
+    horizontal = np.linalg.norm(trace["robot"] - trace["reference"], axis=1).mean()
+    assert 0.2 * scored["anchor_pos_m"] < horizontal <= scored["anchor_pos_m"] + 1e-6
 
 
 def test_unknown_policy_name_is_refused(tmp_path):
