@@ -27,6 +27,7 @@ imports this module, and the command line must start fast, and without them.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +38,14 @@ if TYPE_CHECKING:
     from gym_motion.training.config import RunConfig
     from gym_motion.training.progress import Progress
 
-__all__ = ["PPO_DEFAULTS", "SAC_DEFAULTS", "SB3Learner", "make_model", "resolved_settings"]
+__all__ = [
+    "PPO_DEFAULTS",
+    "SAC_DEFAULTS",
+    "SB3Learner",
+    "make_model",
+    "progress_logger",
+    "resolved_settings",
+]
 
 # BeyondMimic / rsl_rl PPO values (see the module docstring for the adaptations).
 PPO_DEFAULTS: dict[str, Any] = {
@@ -246,7 +254,7 @@ class SB3Learner:
         self.config, self._out = config, out
         self.venv = VecNormalize(SB3VecEnv(env), norm_obs=True, norm_reward=False, clip_obs=10.0)
         self.model, self.schedule = make_model(config, self.venv)
-        self._earlier_csv: str | None = None
+        self._resumed = False
 
     def config_entries(self) -> dict[str, Any]:
         p = resolved_settings(self.config)
@@ -264,9 +272,9 @@ class SB3Learner:
 
     def load(self, path: Path, env_steps: int) -> None:
         """Continue from the checkpoint in `path`: the model (weights, optimiser, step count,
-        the `KLAdaptiveLR` at its current rate) and the observation statistics; the logger's
-        earlier progress.csv rows are kept (`close` writes them back before the new ones).
-        Both files are unpickled (SB3's format): resume only runs you trust."""
+        the `KLAdaptiveLR` at its current rate) and the observation statistics; progress.csv
+        goes on after the earlier sessions' rows (`progress_logger`). Both files are unpickled
+        (SB3's format): resume only runs you trust."""
         import pickle
 
         from stable_baselines3 import PPO, SAC
@@ -278,12 +286,9 @@ class SB3Learner:
         self.venv.obs_rms = saved.obs_rms
         self.model._last_obs = None  # the envs are new: SB3 resets them before learning
         self.schedule = self.model.learning_rate if self.config.algo == "ppo" else None
-        csv = path / "progress.csv"
-        self._earlier_csv = csv.read_text() if csv.is_file() else None
+        self._resumed = True
 
     def learn(self, progress: Progress) -> None:
-        from stable_baselines3.common.logger import configure
-
         from gym_motion.adapters.sb3.callbacks import (
             KLAdaptiveLRCallback,
             ProgressBar,
@@ -291,9 +296,7 @@ class SB3Learner:
             TrackingLogCallback,
         )
 
-        # a new progress.csv (a resumed run's earlier rows go back in at `close`)
-        out = None if self._out is None else str(self._out)
-        self.model.set_logger(configure(out, ["tensorboard", "csv"]))
+        self.model.set_logger(progress_logger(self._out, self._resumed))
         sac = self.config.algo == "sac"
         # SAC "rollouts" are train_freq vector steps: log about once per PPO-sized rollout
         log = TrackingLogCallback(every_steps=SAC_LOG_EVERY if sac else 0, dump=sac)
@@ -337,21 +340,46 @@ class SB3Learner:
             logger.record("time/total_timesteps", self.model.num_timesteps, exclude="tensorboard")
             logger.dump(self.model.num_timesteps)
         logger.close()
-        if self._earlier_csv is not None:
-            _prepend_rows(self._out / "progress.csv", self._earlier_csv)
         self.venv.close()
 
 
-def _prepend_rows(path: Path, earlier: str) -> None:
-    """progress.csv of a resumed run: the `earlier` session's rows (CSV text), then this
-    session's, under the union of their columns (written atomically)."""
-    import csv
-    import io
+def progress_logger(out: Path | None, resumed: bool):
+    """SB3's logger of a run: TensorBoard events and ``progress.csv`` in `out` (None: SB3's
+    temporary folder). A `resumed` run's progress.csv goes on after the rows its earlier
+    sessions wrote, so a session that is killed before it closes loses none of them; the file
+    is first rewritten (atomically) the way SB3 writes it, header then rows, so that SB3's
+    rewrite when a new column appears keeps its rows aligned.
 
-    rows_before = list(csv.DictReader(io.StringIO(earlier)))
-    rows_now = list(csv.DictReader(io.StringIO(path.read_text()))) if path.is_file() else []
-    columns = list(dict.fromkeys(k for r in (*rows_before, *rows_now) for k in r))
+    Returns:
+        a ``stable_baselines3.common.logger.Logger``.
+    """
+    from stable_baselines3.common.logger import configure
+
+    if out is None or not resumed:
+        return configure(None if out is None else str(out), ["tensorboard", "csv"])
+    logger = configure(str(out), ["tensorboard"])
+    logger.output_formats.append(_continued_csv(out / "progress.csv"))
+    return logger
+
+
+def _continued_csv(path: Path):
+    """SB3's ``CSVOutputFormat`` writing after the rows already in `path` (its own __init__
+    truncates the file), which is rewritten first with SB3's separators and line ends."""
+    import csv
+
+    from stable_baselines3.common.logger import CSVOutputFormat
+
+    keys: list[str] = []
+    rows: list[list[str]] = []
+    if path.is_file():
+        with open(path, newline="") as f:
+            keys, *rows = list(csv.reader(f)) or [[]]
     with atomic_file(path, "w") as f:
-        writer = csv.DictWriter(f, columns, restval="")
-        writer.writeheader()
-        writer.writerows((*rows_before, *rows_now))
+        writer = csv.writer(f, lineterminator="\n")
+        writer.writerows([keys, *rows] if keys else [])
+    out = CSVOutputFormat.__new__(CSVOutputFormat)
+    # the attributes CSVOutputFormat.write uses; the file is closed by the logger
+    out.file = open(path, "r+")  # noqa: SIM115
+    out.file.seek(0, os.SEEK_END)
+    out.keys, out.separator, out.quotechar = keys, ",", '"'
+    return out

@@ -40,7 +40,7 @@ import numpy as np
 
 from gym_motion.envs.stats import TrackingStats
 from gym_motion.training.samplers import SamplerBatch, array_bytes
-from gym_motion.training.sb3 import SB3Learner, make_model, resolved_settings
+from gym_motion.training.sb3 import SB3Learner, make_model, progress_logger, resolved_settings
 
 if TYPE_CHECKING:
     from gym_motion.training.config import RunConfig
@@ -201,7 +201,7 @@ class SB3SampledLearner(SB3Learner):
         spaces = SpacesVecEnv(config.num_envs, env.observation_space, env.action_space)
         self.venv = VecNormalize(spaces, norm_obs=True, norm_reward=False, clip_obs=10.0)
         self.model, self.schedule = make_model(config, self.venv)
-        self._earlier_csv: str | None = None
+        self._resumed = False
         self.timings: list[dict[str, float]] = []
 
     def payload(self) -> dict[str, Any]:
@@ -245,12 +245,10 @@ class SB3SampledLearner(SB3Learner):
             self.venv.obs_rms.combine(running_mean_std(moments))
 
     def learn(self, progress: Progress) -> None:
-        from stable_baselines3.common.logger import configure
         from tqdm import tqdm
 
         model = self.model
-        out = None if self._out is None else str(self._out)
-        model.set_logger(configure(out, ["tensorboard", "csv"]))
+        model.set_logger(progress_logger(self._out, self._resumed))
         logger = model.logger
         model.start_time = time.time_ns()
         model._num_timesteps_at_start = model.num_timesteps
