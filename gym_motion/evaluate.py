@@ -211,9 +211,9 @@ def anchor_trace(
 
     Returns:
         ``robot``, ``reference``: (T, 2) float64, the robot's and the reference's anchor x, y
-        (world frame, m) after each of the T control steps played (T = the episode length);
-        ``route``: (H + 1, 2) float64, the reference anchor's x, y at every control frame of the
-        clip (frame k is what step k plays; H = the horizon), in the same frame.
+        (world coordinates, m) after each of the T control steps played (T = the episode
+        length); ``route``: (H + 1, 2) float64, the reference anchor's x, y at every control
+        frame of the clip (step k plays frame k; H = the horizon), in the same coordinates.
 
     Raises:
         ValueError: as `evaluate_clip`.
@@ -242,9 +242,8 @@ def anchor_trace(
         route = library.body_pos_w[: horizon + 1, library.body_names.index(s.body_names[a]), :2]
     finally:
         env.close()
-    reference_xy = np.array(reference)
-    route = route.astype(np.float64) + (reference_xy[0] - route[1])  # the env's origin
-    return {"robot": np.array(robot), "reference": reference_xy, "route": route}
+    return {"robot": np.array(robot), "reference": np.array(reference),
+            "route": route.astype(np.float64)}  # fmt: skip
 
 
 def evaluate_policy_on_clips(

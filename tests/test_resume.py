@@ -77,24 +77,27 @@ def test_a_resumed_run_continues_where_its_checkpoint_left_off(library, tmp_path
 
 
 def test_a_resumed_sb3_run_writes_progress_csv_after_the_earlier_rows_not_at_its_end(tmp_path):
-    """The rows of the earlier sessions are in progress.csv while the resumed session runs (a
-    session killed before it closes loses none), also from a file with CRLF line ends (what
-    earlier versions wrote on resume), and a new column keeps every row aligned."""
+    """The rows of the earlier sessions up to the checkpoint are in progress.csv while the
+    resumed session runs (a session killed before it closes loses none); rows past the
+    checkpoint (logged after it by a killed session) are dropped; CRLF line ends (what earlier
+    versions wrote on resume) and blank lines are read; a new column keeps every row aligned."""
     pytest.importorskip("stable_baselines3")
     from gym_motion.training.sb3 import progress_logger
 
-    (tmp_path / "progress.csv").write_bytes(b"a,b\r\n1,2\r\n3,4\r\n")
-    logger = progress_logger(tmp_path, resumed=True)
+    steps = "time/total_timesteps"
+    earlier = f"{steps},b\r\n\r\n16,2\r\n32,4\r\n48,6\r\n".encode()
+    (tmp_path / "progress.csv").write_bytes(earlier)
+    logger = progress_logger(tmp_path, resumed_at=32)
     try:
-        logger.record("a", 5)
+        logger.record(steps, 48)
         logger.record("c", 6)
-        logger.dump(5)
+        logger.dump(48)
         with open(tmp_path / "progress.csv", newline="") as f:
             rows = list(csv.DictReader(f))
     finally:
         logger.close()
-    assert rows == [{"a": "1", "b": "2", "c": ""}, {"a": "3", "b": "4", "c": ""},
-                    {"a": "5", "b": "", "c": "6"}]  # fmt: skip
+    assert rows == [{steps: "16", "b": "2", "c": ""}, {steps: "32", "b": "4", "c": ""},
+                    {steps: "48", "b": "", "c": "6"}]  # fmt: skip
 
 
 def test_resume_cli_keeps_the_runs_settings_and_refuses_a_folder_without_a_checkpoint(

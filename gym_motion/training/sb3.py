@@ -35,6 +35,8 @@ from gym_motion.atomic import atomic_file
 from gym_motion.policy import Policy
 
 if TYPE_CHECKING:
+    from stable_baselines3.common.logger import CSVOutputFormat, Logger
+
     from gym_motion.training.config import RunConfig
     from gym_motion.training.progress import Progress
 
@@ -254,7 +256,7 @@ class SB3Learner:
         self.config, self._out = config, out
         self.venv = VecNormalize(SB3VecEnv(env), norm_obs=True, norm_reward=False, clip_obs=10.0)
         self.model, self.schedule = make_model(config, self.venv)
-        self._resumed = False
+        self._resumed_at: int | None = None
 
     def config_entries(self) -> dict[str, Any]:
         p = resolved_settings(self.config)
@@ -286,7 +288,7 @@ class SB3Learner:
         self.venv.obs_rms = saved.obs_rms
         self.model._last_obs = None  # the envs are new: SB3 resets them before learning
         self.schedule = self.model.learning_rate if self.config.algo == "ppo" else None
-        self._resumed = True
+        self._resumed_at = env_steps
 
     def learn(self, progress: Progress) -> None:
         from gym_motion.adapters.sb3.callbacks import (
@@ -296,7 +298,7 @@ class SB3Learner:
             TrackingLogCallback,
         )
 
-        self.model.set_logger(progress_logger(self._out, self._resumed))
+        self.model.set_logger(progress_logger(self._out, resumed_at=self._resumed_at))
         sac = self.config.algo == "sac"
         # SAC "rollouts" are train_freq vector steps: log about once per PPO-sized rollout
         log = TrackingLogCallback(every_steps=SAC_LOG_EVERY if sac else 0, dump=sac)
@@ -343,28 +345,29 @@ class SB3Learner:
         self.venv.close()
 
 
-def progress_logger(out: Path | None, resumed: bool):
+def progress_logger(out: Path | None, *, resumed_at: int | None = None) -> Logger:
     """SB3's logger of a run: TensorBoard events and ``progress.csv`` in `out` (None: SB3's
-    temporary folder). A `resumed` run's progress.csv goes on after the rows its earlier
-    sessions wrote, so a session that is killed before it closes loses none of them; the file
-    is first rewritten (atomically) the way SB3 writes it, header then rows, so that SB3's
-    rewrite when a new column appears keeps its rows aligned.
+    temporary folder). A run resumed from its checkpoint at `resumed_at` env steps goes on
+    writing progress.csv after the rows its earlier sessions wrote up to that step, so a
+    session killed before it closes loses none; rows past the checkpoint (a session killed
+    between checkpoints) are dropped, since the resumed session logs those steps again.
 
-    Returns:
-        a ``stable_baselines3.common.logger.Logger``.
+    Raises:
+        ValueError: `out`'s progress.csv has rows but no ``time/total_timesteps`` column.
     """
     from stable_baselines3.common.logger import configure
 
-    if out is None or not resumed:
+    if out is None or resumed_at is None:
         return configure(None if out is None else str(out), ["tensorboard", "csv"])
     logger = configure(str(out), ["tensorboard"])
-    logger.output_formats.append(_continued_csv(out / "progress.csv"))
+    logger.output_formats.append(_continued_csv(out / "progress.csv", resumed_at))
     return logger
 
 
-def _continued_csv(path: Path):
-    """SB3's ``CSVOutputFormat`` writing after the rows already in `path` (its own __init__
-    truncates the file), which is rewritten first with SB3's separators and line ends."""
+def _continued_csv(path: Path, resumed_at: int) -> CSVOutputFormat:
+    """SB3's CSV writer after the rows of `path` up to `resumed_at` env steps; the file is
+    first rewritten (atomically) with SB3's separators and line ends, blank lines dropped, so
+    that SB3's rewrite when a new column appears keeps every row aligned."""
     import csv
 
     from stable_baselines3.common.logger import CSVOutputFormat
@@ -373,13 +376,19 @@ def _continued_csv(path: Path):
     rows: list[list[str]] = []
     if path.is_file():
         with open(path, newline="") as f:
-            keys, *rows = list(csv.reader(f)) or [[]]
+            keys, *rows = [r for r in csv.reader(f) if r] or [[]]
+    if rows:
+        if "time/total_timesteps" not in keys:
+            raise ValueError(f"{path}: no time/total_timesteps column to resume from")
+        col = keys.index("time/total_timesteps")
+        rows = [r for r in rows if not r[col] or float(r[col]) <= resumed_at]
     with atomic_file(path, "w") as f:
-        writer = csv.writer(f, lineterminator="\n")
-        writer.writerows([keys, *rows] if keys else [])
-    out = CSVOutputFormat.__new__(CSVOutputFormat)
-    # the attributes CSVOutputFormat.write uses; the file is closed by the logger
-    out.file = open(path, "r+")  # noqa: SIM115
-    out.file.seek(0, os.SEEK_END)
-    out.keys, out.separator, out.quotechar = keys, ",", '"'
-    return out
+        csv.writer(f, lineterminator="\n").writerows([keys, *rows] if keys else [])
+
+    class ContinuedCSV(CSVOutputFormat):
+        def __init__(self) -> None:  # CSVOutputFormat's own truncates the file
+            self.file = open(path, "r+")  # noqa: SIM115 (closed by the logger)
+            self.file.seek(0, os.SEEK_END)
+            self.keys, self.separator, self.quotechar = list(keys), ",", '"'
+
+    return ContinuedCSV()

@@ -201,7 +201,7 @@ class SB3SampledLearner(SB3Learner):
         spaces = SpacesVecEnv(config.num_envs, env.observation_space, env.action_space)
         self.venv = VecNormalize(spaces, norm_obs=True, norm_reward=False, clip_obs=10.0)
         self.model, self.schedule = make_model(config, self.venv)
-        self._resumed = False
+        self._resumed_at: int | None = None
         self.timings: list[dict[str, float]] = []
 
     def payload(self) -> dict[str, Any]:
@@ -248,7 +248,7 @@ class SB3SampledLearner(SB3Learner):
         from tqdm import tqdm
 
         model = self.model
-        model.set_logger(progress_logger(self._out, self._resumed))
+        model.set_logger(progress_logger(self._out, resumed_at=self._resumed_at))
         logger = model.logger
         model.start_time = time.time_ns()
         model._num_timesteps_at_start = model.num_timesteps
