@@ -100,6 +100,42 @@ def test_a_resumed_sb3_run_writes_progress_csv_after_the_earlier_rows_not_at_its
                     {steps: "48", "b": "", "c": "6"}]  # fmt: skip
 
 
+def test_sigterm_stops_a_background_run_as_ctrl_c_does(tmp_path):
+    """``kill PID`` on a run started as ``nohup gym-motion train ... &`` (SIGINT ignored, as in a
+    background job): exit code 130, the model and an interrupted summary.json saved, and the
+    run can be resumed from them."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    pytest.importorskip("stable_baselines3")
+    out = tmp_path / "run"
+    code = "import sys; from gym_motion.cli import main; sys.exit(main(sys.argv[1:]))"
+    argv = [sys.executable, "-c", code, "train", "--num-envs", "2", "--total-steps", "100000000",
+            "--out", str(out), "--no-video", "--eval-every", "0", "--checkpoint-minutes", "60",
+            "--ppo", "n_steps=8", "net_arch=[16]"]  # fmt: skip
+    def background():  # what ``&`` does to a job in a non-interactive shell
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    run = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                           preexec_fn=background)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not (out / "progress.csv").is_file() or (out / "progress.csv").stat().st_size == 0:
+            assert run.poll() is None and time.monotonic() < deadline, run.stderr.read()
+            time.sleep(0.2)  # learning has started: its first update is logged
+        run.send_signal(signal.SIGTERM)
+        assert run.wait(timeout=120) == 130
+    finally:
+        run.kill()
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["interrupted"] and summary["stopped_by"] == "interrupt"
+    assert 0 < summary["env_steps"] < 100_000_000 and (out / "model.zip").is_file()
+    assert main(["train", "--resume", str(out), "--total-steps", str(summary["env_steps"] + 16),
+                 "--no-video"]) == 0  # fmt: skip
+
+
 def test_resume_cli_keeps_the_runs_settings_and_refuses_a_folder_without_a_checkpoint(
     tmp_path, capsys
 ):

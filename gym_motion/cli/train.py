@@ -9,7 +9,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import signal
+import threading
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -263,13 +267,33 @@ def resume_config(args: argparse.Namespace):
 def _run(args: argparse.Namespace) -> int:
     from gym_motion.training import train
 
-    if args.resume is None:
-        summary = train(run_config(args))
-    else:
-        summary = train(resume_config(args), resume=True)
+    with _sigterm_interrupts():
+        if args.resume is None:
+            summary = train(run_config(args))
+        else:
+            summary = train(resume_config(args), resume=True)
     if "before" not in summary:  # a rank other than 0: rank 0 reports
         return 130 if summary["interrupted"] else 0
     return print_summary(summary)
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM (``kill PID``, a job scheduler's stop) stops a run as Ctrl-C does: the policy and
+    summary.json are saved, exit code 130. A run started in the background (``nohup ... &``)
+    ignores SIGINT, so ``kill PID`` is how it is stopped without losing its last minutes."""
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers belong to the main thread
+        return
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def print_summary(summary: dict[str, Any]) -> int:
