@@ -112,6 +112,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "horizontally (the clip's global path; off by default, as in BeyondMimic's task)",
     )  # fmt: skip
     task.add_argument(
+        "--anchor-horizontal-termination-from", type=cli_number(int, 0), default=0,
+        metavar="STEPS",
+        help="switch --anchor-horizontal-termination on only after STEPS env steps (a "
+        "curriculum: first learn to survive, then keep to the clip's timing; default 0: from "
+        "the start; evaluations always apply it)",
+    )  # fmt: skip
+    task.add_argument(
         "--sampling", choices=TRAIN_SAMPLING, default=d.env.sampling.mode,
         help="where training episodes start along the clips: uniform (default) or adaptive "
         "(failure-weighted, docs/task.md section 10)",
@@ -193,7 +200,9 @@ def run_config(args: argparse.Namespace):
 
     Raises:
         ValueError: ``--num-threads`` with ``--backend mjwarp`` (the message says what to do),
-            ``--envs-per-sampler`` without ``--samplers``, or a setting out of range.
+            ``--envs-per-sampler`` without ``--samplers``,
+            ``--anchor-horizontal-termination-from`` without ``--anchor-horizontal-termination``,
+            or a setting out of range.
     """
     from gym_motion.training.config import RunConfig, train_env_cfg
 
@@ -203,6 +212,14 @@ def run_config(args: argparse.Namespace):
             "physics on one Warp device instead (cuda:$LOCAL_RANK under torchrun, else cuda:0; "
             "CUDA_VISIBLE_DEVICES chooses the GPU): drop --num-threads"
         )
+    termination_from = {}
+    if args.anchor_horizontal_termination_from:
+        if args.anchor_horizontal_termination is None:
+            raise ValueError(
+                "--anchor-horizontal-termination-from needs --anchor-horizontal-termination "
+                "METRES (the term it switches on)"
+            )
+        termination_from["anchor_horizontal"] = args.anchor_horizontal_termination_from
     num_envs = args.num_envs
     if args.envs_per_sampler is not None:
         if not args.samplers:
@@ -228,6 +245,7 @@ def run_config(args: argparse.Namespace):
         # PPO trains an asymmetric actor-critic by default; SAC reads the policy group only
         obs_mode=args.obs_mode or ("policy" if args.algo == "sac" else "dict"),
         reset_noise_ramp_steps=args.reset_noise_ramp_steps,
+        termination_from_steps=termination_from,
         eval_every_steps=args.eval_every,
         video_seconds=0.0 if args.no_video else RunConfig.video_seconds,
         checkpoint_minutes=args.checkpoint_minutes,

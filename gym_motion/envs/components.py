@@ -1,6 +1,6 @@
 """What a `TrackingVecEnv` is built of: its motion library, MuJoCo model, physics backend, MDP
 state and managers (`ComponentsMixin._init_components`), and the env attributes that forward to
-them (`reset_noise_scale`, `sampling_stats`)."""
+them (`reset_noise_scale`, `inactive_terminations`, `sampling_stats`)."""
 
 from __future__ import annotations
 
@@ -82,6 +82,21 @@ class ComponentsMixin:
     @reset_noise_scale.setter
     def reset_noise_scale(self, scale: float) -> None:
         self.command.reset_noise_scale = scale
+
+    @property
+    def inactive_terminations(self) -> tuple[str, ...]:
+        """Termination terms switched off (`TerminationManager.inactive`): they neither end
+        episodes nor appear in ``termination/*`` logs. A training curriculum can switch a term
+        on after some env steps (`RunConfig.termination_from_steps`).
+
+        Raises:
+            ValueError: (setter) a name that is not one of ``cfg.terminations``.
+        """
+        return self.terminations.inactive
+
+    @inactive_terminations.setter
+    def inactive_terminations(self, names: tuple[str, ...] | list[str]) -> None:
+        self.terminations.inactive = names
 
     @property
     def sampling_stats(self) -> dict[str, float]:

@@ -44,11 +44,15 @@ def gravity_z_error_exceeds(ref_quat_w, robot_quat_w, threshold, out):
 
 
 @row_kernel
-def any_fired(fired, out):
-    """``out[i] = any_k fired[k, i]``; fired (K, N) bool, out (N,) bool."""
+def any_fired(fired, active, out):
+    """``out[i] = any_k (active[k] and fired[k, i])``, and ``fired[k, i] = False`` where term k
+    is not active (a term switched off by a curriculum ends and logs nothing); fired (K, N)
+    bool, active (K,) bool, out (N,) bool."""
     for i in prange(out.shape[0]):
         hit = False
         for k in range(fired.shape[0]):
-            if fired[k, i]:
+            if not active[k]:
+                fired[k, i] = False
+            elif fired[k, i]:
                 hit = True
         out[i] = hit

@@ -79,8 +79,9 @@ class TerminationManager:
     ``serial``: whether its kernels run their serial builds (the env's `NumbaThreads.serial`).
 
     Attributes:
-        names: term names. fired: (K, N) bool, which terms fired on the last step.
-        terminated: (N,) bool, any term fired.
+        names: term names. fired: (K, N) bool, which active terms fired on the last step.
+        terminated: (N,) bool, any active term fired. active: (K,) bool, the terms that end
+            episodes (all, unless a training curriculum switches some off: `inactive`).
     """
 
     NONFINITE = "nonfinite"  # cause: the physics state blew up (not a term)
@@ -91,12 +92,26 @@ class TerminationManager:
         self.fired = np.zeros((len(terms), state.num_envs), bool)
         self._log_keys = tuple(f"termination/{name}" for name in self.names)
         self.terminated = np.zeros(state.num_envs, bool)
+        self.active = np.ones(len(terms), bool)
         # the terms, then their OR (as calls without arguments, in the build of this batch)
         self._compute = builds_of([
             *(bind_term(c.func, state, self.fired[t], state.resolve_term_params(c.params))
               for t, c in enumerate(terms.values())),
-            partial(k.any_fired, self.fired, self.terminated),
+            partial(k.any_fired, self.fired, self.active, self.terminated),
         ])[serial]  # fmt: skip
+
+    @property
+    def inactive(self) -> tuple[str, ...]:
+        """Names of the terms switched off: they neither end episodes nor count as fired."""
+        return tuple(name for name, on in zip(self.names, self.active, strict=True) if not on)
+
+    @inactive.setter
+    def inactive(self, names: tuple[str, ...] | list[str]) -> None:
+        names = tuple(names)
+        unknown = [name for name in names if name not in self.names]
+        if unknown:
+            raise ValueError(f"no termination term named {unknown} (the terms: {self.names})")
+        self.active[:] = [name not in names for name in self.names]
 
     def compute(self) -> np.ndarray:
         """Evaluate every term; returns `terminated` (N,) bool (owned buffer)."""

@@ -77,6 +77,10 @@ class RunConfig:
             ramps linearly from none to full (`gym_motion.curriculum`; default 1.5 M, whatever
             `total_steps`, so a longer or resumed run keeps the curriculum); 0: full from the
             first step.
+        termination_from_steps: termination terms of ``env`` that end episodes only from this
+            many env steps on (a curriculum: ``{"anchor_horizontal": 10_000_000}`` lets the
+            policy first learn to survive); before that they are switched off
+            (`TrackingVecEnv.inactive_terminations`). Default {}: every term from the start.
         eval_every_steps: a deterministic evaluation from the clip start every this many env
             steps and at the end, logged as ``eval/*`` and drawn in the curves PNG; 0: off.
         video_seconds: length of ``final_eval.mp4``, s; 0: no video.
@@ -109,6 +113,7 @@ class RunConfig:
     eval_episodes: int = 1
     eval_max_seconds: float | None = None
     reset_noise_ramp_steps: int = 1_500_000
+    termination_from_steps: dict[str, int] = field(default_factory=dict)
     eval_every_steps: int = 500_000
     video_seconds: float = 5.0
     checkpoint_minutes: float = 5.0
@@ -128,6 +133,17 @@ class RunConfig:
                 "reset_noise_ramp_steps must be an integer >= 0 (env steps), got "
                 f"{self.reset_noise_ramp_steps!r}"
             )
+        for name, steps in self.termination_from_steps.items():
+            if name not in self.env.terminations:
+                raise ValueError(
+                    f"termination_from_steps names {name!r}, which is not one of the task's "
+                    f"termination terms {tuple(self.env.terminations)}"
+                )
+            if not (isinstance(steps, int) and steps >= 0):
+                raise ValueError(
+                    f"termination_from_steps[{name!r}] must be an integer >= 0 (env steps), "
+                    f"got {steps!r}"
+                )
         if not self.checkpoint_minutes >= 0.0:
             raise ValueError(f"checkpoint_minutes must be >= 0, got {self.checkpoint_minutes}")
         if self.obs_mode not in OBS_MODES:

@@ -28,14 +28,16 @@ class RunAborted(RuntimeError):
 
 
 class Progress:
-    """What happens between a learner's rollouts: the curves' history, the reset-noise ramp,
-    periodic evaluations and the wall-clock budget.
+    """What happens between a learner's rollouts: the curves' history, the curricula (reset-noise
+    ramp, terminations switched on by env steps), periodic evaluations and the wall-clock
+    budget.
 
     Args:
         config: the run's config (``total_steps``, ``reset_noise_ramp_steps``, ``eval_every_steps``,
-            ``max_minutes``). env: the training `TrackingVecEnv` (its ``reset_noise_scale`` is
-            set here). evaluate: current policy -> `evaluate_policy_on_clips` result, or None
-            (no periodic evaluations, e.g. ranks other than 0). world_size, device: ranks of a
+            ``max_minutes``, ``termination_from_steps``). env: the training `TrackingVecEnv`
+            (its ``reset_noise_scale`` and ``inactive_terminations`` are set here). evaluate:
+            current policy -> `evaluate_policy_on_clips` result, or None (no periodic
+            evaluations, e.g. ranks other than 0). world_size, device: ranks of a
             distributed run agree on the budget (the slowest decides) over torch.distributed.
         checkpoint: saves the run at the env steps it is given (None: no checkpoints, e.g.
             ranks other than 0), called at the first rollout end after every
@@ -90,7 +92,7 @@ class Progress:
 
     def restore(self, state: dict[str, Any]) -> None:
         """Continue from a `state`: its history, evaluations and their schedule, and the
-        reset-noise scale of its env steps."""
+        reset-noise scale and inactive terminations of its env steps."""
         self.history, self.evals = list(state["history"]), list(state["evals"])
         self.checkpoints = int(state["checkpoints"])
         self._learn_s0 = float(state["learn_s"])
@@ -110,13 +112,17 @@ class Progress:
     def _set_scale(self, steps: int) -> None:
         self.scale = reset_noise_scale(steps, self.config.reset_noise_ramp_steps)
         self.env.reset_noise_scale = self.scale
+        if self.config.termination_from_steps:
+            self.env.inactive_terminations = tuple(
+                name for name, start in self.config.termination_from_steps.items() if steps < start
+            )
 
     def after_rollout(self, steps: int, values: dict[str, float] | None = None) -> dict:
         """After a rollout (and, for on-policy libraries, its update or just before it) at
         `steps` env steps: keep `values` (None: nothing logged this rollout) for the curves,
-        set the reset-noise scale of the next rollout, run the periodic evaluation when due
-        (not at the last rollout: the run's final evaluation follows), save a checkpoint when
-        due, and set `stop` past the budget.
+        set the reset-noise scale and inactive terminations of the next rollout, run the
+        periodic evaluation when due (not at the last rollout: the run's final evaluation
+        follows), save a checkpoint when due, and set `stop` past the budget.
 
         Returns:
             The evaluation's ``eval/*`` values for the learner to log (``{}`` when none ran).

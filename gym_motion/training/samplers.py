@@ -183,12 +183,15 @@ class Sampler:
             "initial": getattr(self.collector, "initial", None),
         }
 
-    def collect(self, payload: Any, reset_noise_scale: float) -> SamplerBatch:
+    def collect(
+        self, payload: Any, reset_noise_scale: float, inactive_terminations: tuple[str, ...] = ()
+    ) -> SamplerBatch:
         """One rollout with the learner's `payload`, the env's reset noise at
-        `reset_noise_scale` (the run's curriculum)."""
+        `reset_noise_scale` and `inactive_terminations` switched off (the run's curricula)."""
         if self.collector is None:
             raise RuntimeError(f"sampler {self.index}: collect before setup")
         self.env.reset_noise_scale = reset_noise_scale
+        self.env.inactive_terminations = inactive_terminations
         self.stats.reset()
         t0 = time.perf_counter()
         data = self.collector.collect(payload)
@@ -245,7 +248,8 @@ class SamplerPool:
 
     Attributes:
         num_envs: all samplers' envs. observation_space, action_space: the collector's.
-        reset_noise_scale: sent with every `collect` (the skeleton's `Progress` sets it).
+        reset_noise_scale, inactive_terminations: sent with every `collect` (the skeleton's
+            `Progress` sets them).
         env_steps, restarts: per sampler slot, env steps collected and replacements.
         cpu_ids: per slot, the CPUs its actor was pinned to (on its node).
 
@@ -278,6 +282,7 @@ class SamplerPool:
             1, len(available_cpus()) // k
         )
         self.reset_noise_scale = 0.0
+        self.inactive_terminations: tuple[str, ...] = ()
         self.env_steps = [0] * k
         self.restarts = [0] * k
         self._owns_ray = not ray.is_initialized()
@@ -378,8 +383,8 @@ class SamplerPool:
         """
         ray = _import_ray()
         ref = ray.put(payload)
-        scale = float(self.reset_noise_scale)
-        pending = {i: a.collect.remote(ref, scale) for i, a in enumerate(self._actors)}
+        curricula = (float(self.reset_noise_scale), tuple(self.inactive_terminations))
+        pending = {i: a.collect.remote(ref, *curricula) for i, a in enumerate(self._actors)}
         batches: list[SamplerBatch | None] = [None] * self.samplers
         while pending:
             for i, fut in list(pending.items()):
@@ -388,7 +393,7 @@ class SamplerPool:
                     del pending[i]
                 except ray.exceptions.RayActorError as exc:
                     self._replace(i, type(exc).__name__)
-                    pending[i] = self._actors[i].collect.remote(ref, scale)
+                    pending[i] = self._actors[i].collect.remote(ref, *curricula)
         for b in batches:
             self.env_steps[b.index] += b.env_steps
         return batches  # type: ignore[return-value]

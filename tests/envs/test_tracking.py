@@ -375,6 +375,38 @@ def test_reset_noise_scale_scales_the_rsi_offsets():
     env.close()
 
 
+def test_an_inactive_termination_neither_ends_episodes_nor_logs():
+    """A term switched off (the training curriculum's `inactive_terminations`) changes nothing
+    but its own firing: a 1 mm anchor-horizontal term ends every episode on its first step when
+    on, and off the steps match those of the task without it, bit for bit."""
+    from gym_motion.training import train_env_cfg
+
+    base = replace(train_env_cfg(), events={})
+    with_term = replace(train_env_cfg(anchor_horizontal_termination=1e-3), events={})
+    envs = {"without": make(4, cfg=base), "off": make(4, cfg=with_term)}
+    envs["off"].inactive_terminations = ["anchor_horizontal"]
+    assert envs["off"].inactive_terminations == ("anchor_horizontal",)
+    out = {}
+    for name, env in envs.items():
+        env.reset(seed=5)
+        out[name] = [env.step(zeros(env)) for _ in range(20)]
+    for a, b in zip(out["without"], out["off"], strict=True):
+        for x, y in zip(a[:4], b[:4], strict=True):
+            x, y = (x, y) if isinstance(x, dict) else ({"": x}, {"": y})
+            assert all(x[k].tobytes() == y[k].tobytes() for k in x)
+    logged = [step[4].get("final/termination/anchor_horizontal") for step in out["off"]]
+    assert not any(v is not None and v.any() for v in logged)
+    env = envs["off"]
+    env.inactive_terminations = ()
+    env.reset(seed=5)
+    _, _, term, _, info = env.step(zeros(env))
+    assert term.all() and info["final/termination/anchor_horizontal"].all()
+    with pytest.raises(ValueError, match="no termination term named \\['anchor_speed'\\]"):
+        env.inactive_terminations = ["anchor_speed"]
+    for env in envs.values():
+        env.close()
+
+
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="Linux affinity")
 def test_cpu_ids_give_the_process_its_cpus_back_on_close():
     cpus = available_cpus()

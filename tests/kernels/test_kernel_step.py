@@ -110,13 +110,15 @@ def test_add_episode_sums_match_numpy(build, n):
 
 @pytest.mark.parametrize("build", BUILDS)
 @pytest.mark.parametrize("n", SIZES)
-def test_any_fired_is_any_over_terms(build, n):
+def test_any_fired_is_any_over_the_active_terms(build, n):
     rng = rng_for(n, 43)
     for k in (0, 1, 3):
         fired = rng.random((k, n)) < 0.2
-        out = np.ones(n, bool)
-        _build(terminations.any_fired, build)(fired, out)
-        assert_array_equal(out, fired.any(axis=0))
+        for active in (np.ones(k, bool), rng.random(k) < 0.5):
+            got, out = fired.copy(), np.ones(n, bool)
+            _build(terminations.any_fired, build)(got, active, out)
+            assert_array_equal(out, fired[active].any(axis=0))
+            assert_array_equal(got, fired & active[:, None])  # an inactive term logs nothing
 
 
 def _end_step_numpy(any_term, nonfinite, term_reward, past_end, held, length, offset, limit):

@@ -34,7 +34,7 @@ from stable_baselines3.common.vec_env import VecNormalize  # noqa: E402
 from gym_motion.adapters.sb3.vec_env import SB3VecEnv  # noqa: E402
 from gym_motion.envs.stats import TrackingStats  # noqa: E402
 from gym_motion.envs.tracking import TrackingVecEnv  # noqa: E402
-from gym_motion.training import RunConfig, RunFolder, train  # noqa: E402
+from gym_motion.training import RunConfig, RunFolder, train, train_env_cfg  # noqa: E402
 from gym_motion.training import samplers as samplers_module  # noqa: E402
 from gym_motion.training.samplers import Sampler, SamplerBatch, SamplerPool  # noqa: E402
 from gym_motion.training.sb3 import make_model  # noqa: E402
@@ -82,7 +82,10 @@ def _params(model) -> dict[str, np.ndarray]:
 
 
 def test_a_sampler_collects_what_sb3_collects_in_process():
-    config = RunConfig(num_envs=2, samplers=1, seed=5, ppo=TINY)
+    # a 1 mm horizontal term, switched off by the curriculum on both sides: were the sampler
+    # not to apply `inactive_terminations`, its episodes would end at their first step
+    env = train_env_cfg(anchor_horizontal_termination=1e-3)
+    config = RunConfig(num_envs=2, samplers=1, seed=5, ppo=TINY, env=env)
     sampler = Sampler(0, config, MOTIONS, SB3Collector(config), seed=5)
     sampler.setup()
     learner = SB3SampledLearner(config, _Spaces(sampler.collector.observation_space,
@@ -93,10 +96,13 @@ def test_a_sampler_collects_what_sb3_collects_in_process():
         rms.var = rng.uniform(0.5, 2.0, size=rms.var.shape)
     payload = learner.payload()
     torch.manual_seed(7)
-    batch = sampler.collect(copy.deepcopy(payload), reset_noise_scale=1.0)
+    off = ("anchor_horizontal",)
+    batch = sampler.collect(copy.deepcopy(payload), reset_noise_scale=1.0,
+                            inactive_terminations=off)  # fmt: skip
 
     model, venv = _in_process(config, seed=5, training=False)
     venv.unwrapped.venv.reset_noise_scale = 1.0
+    venv.unwrapped.venv.inactive_terminations = off
     venv.obs_rms = copy.deepcopy(payload["obs_rms"])
     model.policy.load_state_dict({k: torch.tensor(v) for k, v in payload["policy"].items()})
     model._last_obs, model._last_episode_starts = venv.reset(), np.ones(2, bool)

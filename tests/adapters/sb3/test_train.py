@@ -61,6 +61,7 @@ def test_train_cli_flags_and_defaults():
         "distributed": False, "algo": "ppo", "sac": [], "sampling": "uniform",
         "checkpoint_minutes": 5.0, "action_offset": "default", "samplers": 0,
         "envs_per_sampler": None, "ray_address": None, "anchor_horizontal_termination": None,
+        "anchor_horizontal_termination_from": 0,
     }  # fmt: skip
     # the observation mode follows the algorithm unless given
     for argv, mode in ((["train"], "dict"), (["train", "--algo", "sac"], "policy"),
@@ -80,6 +81,16 @@ def test_train_cli_flags_and_defaults():
         build_parser().parse_args(["train", "--anchor-horizontal-termination", "0"])
     with pytest.raises(ValueError, match="horizontal termination distance must be > 0 m"):
         train_env_cfg(anchor_horizontal_termination=float("nan"))
+    argv += ["--anchor-horizontal-termination-from", "10000000"]
+    config = run_config(build_parser().parse_args(argv))
+    assert config.termination_from_steps == {"anchor_horizontal": 10_000_000}
+    assert RunConfig.from_dict(config.to_dict(), config.env) == config
+    with pytest.raises(ValueError, match="-from needs --anchor-horizontal-termination METRES"):
+        run_config(build_parser().parse_args(argv[:1] + argv[3:]))
+    with pytest.raises(ValueError, match="'anchor_horizontal', which is not one of the task's"):
+        RunConfig(termination_from_steps={"anchor_horizontal": 5})
+    with pytest.raises(ValueError, match=r"termination_from_steps\['anchor_height'\] must be an"):
+        RunConfig(termination_from_steps={"anchor_height": -1})
     # Ray samplers: K x N envs in all
     argv = ["train", "--samplers", "2", "--envs-per-sampler", "128", "--ray-address", "auto"]
     config = run_config(build_parser().parse_args(argv))
@@ -88,6 +99,29 @@ def test_train_cli_flags_and_defaults():
         run_config(build_parser().parse_args(["train", "--envs-per-sampler", "8"]))
     with pytest.raises(ValueError, match="must split evenly over 3 samplers"):
         run_config(build_parser().parse_args(["train", "--samplers", "3", "--num-envs", "8"]))
+
+
+def test_progress_switches_a_termination_on_at_its_env_step():
+    """`Progress` keeps a scheduled term off before its step, on from it, and on resume."""
+    from types import SimpleNamespace
+
+    from gym_motion.training.progress import Progress
+
+    env_cfg = train_env_cfg(anchor_horizontal_termination=0.3)
+    config = RunConfig(env=env_cfg, termination_from_steps={"anchor_horizontal": 1000},
+                       eval_every_steps=0, checkpoint_minutes=0.0)  # fmt: skip
+    env = SimpleNamespace(reset_noise_scale=None, inactive_terminations=None)
+    progress = Progress(config, env, evaluate=None)
+    seen = []
+    for steps in (0, 999, 1000, 5000):
+        progress.after_rollout(steps)
+        seen.append(env.inactive_terminations)
+    assert seen == [("anchor_horizontal",), ("anchor_horizontal",), (), ()]
+    progress.restore({**progress.state(999), "env_steps": 999})
+    assert env.inactive_terminations == ("anchor_horizontal",)
+    plain = SimpleNamespace(reset_noise_scale=None)  # no schedule: the attribute is not touched
+    Progress(RunConfig(env=env_cfg, eval_every_steps=0), plain, evaluate=None).after_rollout(0)
+    assert not hasattr(plain, "inactive_terminations")
 
 
 @pytest.fixture(scope="module")
