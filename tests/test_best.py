@@ -95,3 +95,24 @@ def test_an_interrupted_best_write_leaves_the_previous_best(tmp_path):
     folder.write_best(48, 3.0, third, lambda p: (p / "model.zip").write_text("3"))
     assert (folder.best_path / "model.zip").read_text() == "3"
     assert sorted(p.name for p in folder.path.iterdir()) == ["best", "config.json"]
+
+
+def test_the_training_note_names_a_scheduled_horizontal_termination(tmp_path):
+    """The ONNX ``training`` metadata of a run with the anchor-horizontal termination says its
+    distance and from which step it was on; a run without it says nothing of it."""
+    from gym_motion.training import train_env_cfg
+
+    for env, from_steps, said in (
+        (train_env_cfg(), {}, None),
+        (train_env_cfg(anchor_horizontal_termination=0.3), {}, "termination 0.3 m, uniform"),
+        (train_env_cfg(anchor_horizontal_termination=0.25), {"anchor_horizontal": 12_000_000},
+         "default-pose actions, anchor-horizontal termination 0.25 m from 12.0 M steps, uniform"),
+    ):  # fmt: skip
+        folder = RunFolder(tmp_path / f"run{len(env.terminations)}{len(from_steps)}")
+        folder.path.mkdir(parents=True)
+        config = RunConfig(env=env, termination_from_steps=from_steps)
+        folder.write_config(config, [], {}, {})
+        folder.write_summary({"env_steps": 14e6, "train_wall_s": 5790.0})
+        note = training_note(folder.path)
+        assert "14.0 M env steps, 5790 s of learning" in note
+        assert (said in note) if said else ("termination" not in note), note

@@ -149,7 +149,9 @@ def training_note(run_dir: str | os.PathLike) -> str | None:
     and summary.json (the ONNX ``training`` metadata); None without a summary.
 
     Example: ``"gym_motion 0.1.0, sb3 ppo, 256 envs, seed 0, residual actions, uniform starts:
-    12.0 M env steps, 2797 s of learning; from the clip start 173 of 529 steps, MPKPE 130.5 mm"``.
+    12.0 M env steps, 2797 s of learning; from the clip start 173 of 529 steps, MPKPE 130.5 mm"``;
+    a run with the anchor-horizontal termination says so after the actions (``"residual
+    actions, anchor-horizontal termination 0.3 m from 12.0 M steps, uniform starts: ..."``).
     """
     from importlib.metadata import version
 
@@ -162,6 +164,11 @@ def training_note(run_dir: str | os.PathLike) -> str | None:
     train = folder.train_settings()
     cfg = folder.env_cfg()
     offset = "residual actions" if cfg.action_offset == "reference" else "default-pose actions"
+    term = cfg.terminations.get("anchor_horizontal")
+    if term is not None:
+        start = train.get("termination_from_steps", {}).get("anchor_horizontal", 0)
+        after = f" from {start / 1e6:.1f} M steps" if start else ""
+        offset += f", anchor-horizontal termination {term.params['threshold']:g} m{after}"
     note = (
         f"gym_motion {version('gym_motion')}, {folder.library()} {train.get('algo', 'ppo')}, "
         f"{train.get('num_envs')} envs, seed {train.get('seed')}, {offset}, "
