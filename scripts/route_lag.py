@@ -7,7 +7,7 @@ within ``--window`` seconds of that step (``route_m``), and the lag of that poin
 positive when the robot is where the reference was earlier), every ``--every`` steps, then
 their mean and maximum. A small route distance with a large anchor error is a policy that
 walks the clip's path late. The lag means little where the reference stands still or passes
-the same place twice within the window. docs/measurements.md quotes it::
+the same place twice within the window. For example (docs/measurements.md)::
 
     python scripts/route_lag.py --policy jazz --motion ../shared/motions/g1moves_jazzwalk_60fps.npz
     python scripts/route_lag.py --model runs/jazz_xy03/best --motion CLIP.npz \
