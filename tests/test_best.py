@@ -106,7 +106,7 @@ def test_the_training_note_names_a_scheduled_horizontal_termination(tmp_path):
         (train_env_cfg(), {}, None),
         (train_env_cfg(anchor_horizontal_termination=0.3), {}, "termination 0.3 m, uniform"),
         (train_env_cfg(anchor_horizontal_termination=0.25), {"anchor_horizontal": 12_000_000},
-         "default-pose actions, anchor-horizontal termination 0.25 m from 12.0 M steps, uniform"),
+         "default-pose actions, anchor-horizontal termination 0.25 m from 12 M steps, uniform"),
     ):  # fmt: skip
         folder = RunFolder(tmp_path / f"run{len(env.terminations)}{len(from_steps)}")
         folder.path.mkdir(parents=True)

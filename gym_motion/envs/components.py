@@ -85,9 +85,9 @@ class ComponentsMixin:
 
     @property
     def inactive_terminations(self) -> tuple[str, ...]:
-        """Termination terms switched off (`TerminationManager.inactive`): they neither end
-        episodes nor appear in ``termination/*`` logs. A training curriculum can switch a term
-        on after some env steps (`RunConfig.termination_from_steps`).
+        """Termination terms switched off (`TerminationManager.inactive`): they do not end
+        episodes, and their ``termination/*`` logs say never fired. A training curriculum can
+        switch a term on after some env steps (`RunConfig.termination_from_steps`).
 
         Raises:
             ValueError: (setter) a name that is not one of ``cfg.terminations``.

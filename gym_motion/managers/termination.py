@@ -81,7 +81,8 @@ class TerminationManager:
     Attributes:
         names: term names. fired: (K, N) bool, which active terms fired on the last step.
         terminated: (N,) bool, any active term fired. active: (K,) bool, the terms that end
-            episodes (all, unless a training curriculum switches some off: `inactive`).
+            episodes (all, unless a training curriculum switches some off); the kernels hold
+            this array, so change it through `inactive` or in place, never by assignment.
     """
 
     NONFINITE = "nonfinite"  # cause: the physics state blew up (not a term)
@@ -102,7 +103,7 @@ class TerminationManager:
 
     @property
     def inactive(self) -> tuple[str, ...]:
-        """Names of the terms switched off: they neither end episodes nor count as fired."""
+        """Names of the terms switched off: they end no episode and never count as fired."""
         return tuple(name for name, on in zip(self.names, self.active, strict=True) if not on)
 
     @inactive.setter

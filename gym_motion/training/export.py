@@ -167,7 +167,7 @@ def training_note(run_dir: str | os.PathLike) -> str | None:
     term = cfg.terminations.get("anchor_horizontal")
     if term is not None:
         start = train.get("termination_from_steps", {}).get("anchor_horizontal", 0)
-        after = f" from {start / 1e6:.1f} M steps" if start else ""
+        after = f" from {start / 1e6:g} M steps" if start else ""
         offset += f", anchor-horizontal termination {term.params['threshold']:g} m{after}"
     note = (
         f"gym_motion {version('gym_motion')}, {folder.library()} {train.get('algo', 'ppo')}, "

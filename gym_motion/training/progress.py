@@ -77,7 +77,7 @@ class Progress:
         self.best: dict[str, float] | None = None
         self._learn_s0 = 0.0
         self._t0 = self._saved = time.perf_counter()
-        self._set_scale(0)
+        self._set_curricula(0)
 
     def state(self, steps: int) -> dict[str, Any]:
         """What `restore` continues from, as JSON values, at `steps` env steps."""
@@ -98,7 +98,7 @@ class Progress:
         self._learn_s0 = float(state["learn_s"])
         if state["next_eval"] is not None and self.config.eval_every_steps:
             self._next_eval = state["next_eval"]
-        self._set_scale(int(state["env_steps"]))
+        self._set_curricula(int(state["env_steps"]))
 
     @property
     def learn_s(self) -> float:
@@ -109,7 +109,7 @@ class Progress:
         """Start the budget's clock (learning begins)."""
         self._t0 = self._saved = time.perf_counter()
 
-    def _set_scale(self, steps: int) -> None:
+    def _set_curricula(self, steps: int) -> None:
         self.scale = reset_noise_scale(steps, self.config.reset_noise_ramp_steps)
         self.env.reset_noise_scale = self.scale
         if self.config.termination_from_steps:
@@ -129,7 +129,7 @@ class Progress:
         """
         if values is not None:
             self.history.append({"timesteps": float(steps), **values})
-        self._set_scale(steps)
+        self._set_curricula(steps)
         out: dict[str, float] = {}
         if self._evaluate is not None and self._next_eval <= steps < self.config.total_steps:
             out = self.evaluate_now(steps)
