@@ -102,15 +102,19 @@ def test_the_training_note_names_a_scheduled_horizontal_termination(tmp_path):
     distance and from which step it was on; a run without it says nothing of it."""
     from gym_motion.training import train_env_cfg
 
-    for env, from_steps, said in (
-        (train_env_cfg(), {}, None),
-        (train_env_cfg(anchor_horizontal_termination=0.3), {}, "termination 0.3 m, uniform"),
-        (train_env_cfg(anchor_horizontal_termination=0.25), {"anchor_horizontal": 12_000_000},
+    term = {"anchor_horizontal": 12_000_000}
+    for i, (env, from_steps, from_s, said) in enumerate((
+        (train_env_cfg(), {}, {}, None),
+        (train_env_cfg(anchor_horizontal_termination=0.3), {}, {}, "termination 0.3 m, uniform"),
+        (train_env_cfg(anchor_horizontal_termination=0.25), term, {},
          "default-pose actions, anchor-horizontal termination 0.25 m from 12 M steps, uniform"),
-    ):  # fmt: skip
-        folder = RunFolder(tmp_path / f"run{len(env.terminations)}{len(from_steps)}")
+        (train_env_cfg(anchor_horizontal_termination=0.3), {}, {"anchor_horizontal": 2.0},
+         "anchor-horizontal termination 0.3 m from 2 s training episodes, uniform"),
+    )):  # fmt: skip
+        folder = RunFolder(tmp_path / f"run{i}")
         folder.path.mkdir(parents=True)
-        config = RunConfig(env=env, termination_from_steps=from_steps)
+        config = RunConfig(env=env, termination_from_steps=from_steps,
+                           termination_from_episode_s=from_s)  # fmt: skip
         folder.write_config(config, [], {}, {})
         folder.write_summary({"env_steps": 14e6, "train_wall_s": 5790.0})
         note = training_note(folder.path)

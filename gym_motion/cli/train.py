@@ -119,6 +119,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "the start; evaluations always apply it)",
     )  # fmt: skip
     task.add_argument(
+        "--anchor-horizontal-termination-from-episode-s", type=cli_number(float, 0.0,
+        low_open=True), default=None, metavar="SECONDS",
+        help="switch --anchor-horizontal-termination on once the training episodes last SECONDS "
+        "on average (over the last 0.5 M env steps), and keep it on: the same curriculum "
+        "without a per-clip step count (e.g. 2.0; evaluations always apply it)",
+    )  # fmt: skip
+    task.add_argument(
         "--sampling", choices=TRAIN_SAMPLING, default=d.env.sampling.mode,
         help="where training episodes start along the clips: uniform (default) or adaptive "
         "(failure-weighted, docs/task.md section 10)",
@@ -201,8 +208,8 @@ def run_config(args: argparse.Namespace):
     Raises:
         ValueError: ``--num-threads`` with ``--backend mjwarp`` (the message says what to do),
             ``--envs-per-sampler`` without ``--samplers``,
-            ``--anchor-horizontal-termination-from`` without ``--anchor-horizontal-termination``,
-            or a setting out of range.
+            ``--anchor-horizontal-termination-from[-episode-s]`` without
+            ``--anchor-horizontal-termination`` or both of them, or a setting out of range.
     """
     from gym_motion.training.config import RunConfig, train_env_cfg
 
@@ -212,14 +219,25 @@ def run_config(args: argparse.Namespace):
             "physics on one Warp device instead (cuda:$LOCAL_RANK under torchrun, else cuda:0; "
             "CUDA_VISIBLE_DEVICES chooses the GPU): drop --num-threads"
         )
-    termination_from = {}
-    if args.anchor_horizontal_termination_from:
-        if args.anchor_horizontal_termination is None:
-            raise ValueError(
-                "--anchor-horizontal-termination-from needs --anchor-horizontal-termination "
-                "METRES (the term it switches on)"
-            )
-        termination_from["anchor_horizontal"] = args.anchor_horizontal_termination_from
+    termination_from, termination_from_episode_s = {}, {}
+    from_steps = args.anchor_horizontal_termination_from
+    from_episode_s = args.anchor_horizontal_termination_from_episode_s
+    if from_steps and from_episode_s is not None:
+        raise ValueError(
+            "--anchor-horizontal-termination-from (env steps) and "
+            "--anchor-horizontal-termination-from-episode-s (training episodes' length) both "
+            "switch the term on: give one"
+        )
+    if (from_steps or from_episode_s is not None) and args.anchor_horizontal_termination is None:
+        flag = "-from" if from_steps else "-from-episode-s"
+        raise ValueError(
+            f"--anchor-horizontal-termination{flag} needs --anchor-horizontal-termination "
+            "METRES (the term it switches on)"
+        )
+    if from_steps:
+        termination_from["anchor_horizontal"] = from_steps
+    if from_episode_s is not None:
+        termination_from_episode_s["anchor_horizontal"] = from_episode_s
     num_envs = args.num_envs
     if args.envs_per_sampler is not None:
         if not args.samplers:
@@ -246,6 +264,7 @@ def run_config(args: argparse.Namespace):
         obs_mode=args.obs_mode or ("policy" if args.algo == "sac" else "dict"),
         reset_noise_ramp_steps=args.reset_noise_ramp_steps,
         termination_from_steps=termination_from,
+        termination_from_episode_s=termination_from_episode_s,
         eval_every_steps=args.eval_every,
         video_seconds=0.0 if args.no_video else RunConfig.video_seconds,
         checkpoint_minutes=args.checkpoint_minutes,

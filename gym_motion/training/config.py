@@ -81,6 +81,11 @@ class RunConfig:
             many env steps on (a curriculum: ``{"anchor_horizontal": 10_000_000}`` lets the
             policy first learn to survive); before that they are switched off
             (`TrackingVecEnv.inactive_terminations`). Default {}: every term from the start.
+        termination_from_episode_s: termination terms of ``env`` switched on once the training
+            episodes last this many seconds on average (``episode/length`` over the rollouts of
+            the last `Progress.episode_window_steps` env steps, times the control step), and on
+            from then (a curriculum that needs no per-clip step count: ``{"anchor_horizontal":
+            2.0}``); `Progress.switched_on` records the env step. Default {}.
         eval_every_steps: a deterministic evaluation from the clip start every this many env
             steps and at the end, logged as ``eval/*`` and drawn in the curves PNG; 0: off.
         video_seconds: length of ``final_eval.mp4``, s; 0: no video.
@@ -114,6 +119,7 @@ class RunConfig:
     eval_max_seconds: float | None = None
     reset_noise_ramp_steps: int = 1_500_000
     termination_from_steps: dict[str, int] = field(default_factory=dict)
+    termination_from_episode_s: dict[str, float] = field(default_factory=dict)
     eval_every_steps: int = 500_000
     video_seconds: float = 5.0
     checkpoint_minutes: float = 5.0
@@ -143,6 +149,23 @@ class RunConfig:
                 raise ValueError(
                     f"termination_from_steps[{name!r}] must be an integer >= 0 (env steps), "
                     f"got {steps!r}"
+                )
+        for name, seconds in self.termination_from_episode_s.items():
+            if name not in self.env.terminations:
+                raise ValueError(
+                    f"termination_from_episode_s names {name!r}, which is not one of the task's "
+                    f"termination terms {tuple(self.env.terminations)}"
+                )
+            if name in self.termination_from_steps:
+                raise ValueError(
+                    f"termination {name!r} is switched on both by env steps "
+                    "(termination_from_steps) and by episode length (termination_from_episode_s): "
+                    "give one"
+                )
+            if not (isinstance(seconds, int | float) and seconds > 0.0):
+                raise ValueError(
+                    f"termination_from_episode_s[{name!r}] must be > 0 (seconds of a training "
+                    f"episode), got {seconds!r}"
                 )
         if not self.checkpoint_minutes >= 0.0:
             raise ValueError(f"checkpoint_minutes must be >= 0, got {self.checkpoint_minutes}")

@@ -151,7 +151,8 @@ def training_note(run_dir: str | os.PathLike) -> str | None:
     Example: ``"gym_motion 0.1.0, sb3 ppo, 256 envs, seed 0, residual actions, uniform starts:
     12.0 M env steps, 2797 s of learning; from the clip start 173 of 529 steps, MPKPE 130.5 mm"``;
     a run with the anchor-horizontal termination says so after the actions (``"residual
-    actions, anchor-horizontal termination 0.3 m from 12.0 M steps, uniform starts: ..."``).
+    actions, anchor-horizontal termination 0.3 m from 12.0 M steps, uniform starts: ..."``, or
+    ``"... 0.3 m from 2 s training episodes, ..."``).
     """
     from importlib.metadata import version
 
@@ -168,6 +169,9 @@ def training_note(run_dir: str | os.PathLike) -> str | None:
     if term is not None:
         start = train.get("termination_from_steps", {}).get("anchor_horizontal", 0)
         after = f" from {start / 1e6:g} M steps" if start else ""
+        seconds = train.get("termination_from_episode_s", {}).get("anchor_horizontal")
+        if seconds is not None:
+            after = f" from {seconds:g} s training episodes"
         offset += f", anchor-horizontal termination {term.params['threshold']:g} m{after}"
     note = (
         f"gym_motion {version('gym_motion')}, {folder.library()} {train.get('algo', 'ppo')}, "

@@ -29,12 +29,13 @@ class RunAborted(RuntimeError):
 
 class Progress:
     """What happens between a learner's rollouts: the curves' history, the curricula (reset-noise
-    ramp, terminations switched on by env steps), periodic evaluations and the wall-clock
-    budget.
+    ramp, terminations switched on by env steps or by the training episodes' length), periodic
+    evaluations and the wall-clock budget.
 
     Args:
         config: the run's config (``total_steps``, ``reset_noise_ramp_steps``, ``eval_every_steps``,
-            ``max_minutes``, ``termination_from_steps``). env: the training `TrackingVecEnv`
+            ``max_minutes``, ``termination_from_steps``, ``termination_from_episode_s``). env:
+            the training `TrackingVecEnv`
             (its ``reset_noise_scale`` and ``inactive_terminations`` are set here). evaluate:
             current policy -> `evaluate_policy_on_clips` result, or None (no periodic
             evaluations, e.g. ranks other than 0). world_size, device: ranks of a
@@ -52,7 +53,14 @@ class Progress:
         evals: per evaluation, ``timesteps`` and ``eval/<key>`` for `EVAL_KEYS`.
         best: ``{"timesteps", "score"}`` of the best evaluation so far, or None (a resumed
             run sets it from its best/ folder, which records it).
+        switched_on: the terms of ``termination_from_episode_s`` switched on so far, each with
+            the env step of the rollout after which it was (kept across resumes).
+        episode_window_steps: the env steps of rollouts whose mean ``episode/length`` decides
+            ``termination_from_episode_s`` (500 k: about 80 rollouts of 256 envs, so one lucky
+            rollout does not switch a term on); nothing is switched on before that many steps.
     """
+
+    episode_window_steps: int = 500_000
 
     def __init__(
         self,
@@ -75,6 +83,7 @@ class Progress:
         self.checkpoints = 0
         self._keep_best = keep_best
         self.best: dict[str, float] | None = None
+        self.switched_on: dict[str, int] = {}
         self._learn_s0 = 0.0
         self._t0 = self._saved = time.perf_counter()
         self._set_curricula(0)
@@ -88,12 +97,14 @@ class Progress:
             "evals": self.evals,
             "next_eval": None if math.isinf(self._next_eval) else self._next_eval,
             "checkpoints": self.checkpoints,
+            "terminations_switched_on": dict(self.switched_on),
         }
 
     def restore(self, state: dict[str, Any]) -> None:
         """Continue from a `state`: its history, evaluations and their schedule, and the
         reset-noise scale and inactive terminations of its env steps."""
         self.history, self.evals = list(state["history"]), list(state["evals"])
+        self.switched_on = dict(state.get("terminations_switched_on", {}))
         self.checkpoints = int(state["checkpoints"])
         self._learn_s0 = float(state["learn_s"])
         if state["next_eval"] is not None and self.config.eval_every_steps:
@@ -112,15 +123,37 @@ class Progress:
     def _set_curricula(self, steps: int) -> None:
         self.scale = reset_noise_scale(steps, self.config.reset_noise_ramp_steps)
         self.env.reset_noise_scale = self.scale
-        if self.config.termination_from_steps:
+        cfg = self.config
+        by_steps, by_length = cfg.termination_from_steps, cfg.termination_from_episode_s
+        if by_steps or by_length:
             self.env.inactive_terminations = tuple(
-                name for name, start in self.config.termination_from_steps.items() if steps < start
+                [name for name, start in by_steps.items() if steps < start]
+                + [name for name in by_length if name not in self.switched_on]
             )
+
+    def _switch_on_by_episode_length(self, steps: int) -> None:
+        pending = [n for n in self.config.termination_from_episode_s if n not in self.switched_on]
+        if not pending:
+            return
+        since = steps - self.episode_window_steps
+        window = [h["episode/length"] for h in self.history
+                  if "episode/length" in h and h["timesteps"] > since]  # fmt: skip
+        seconds = self.config.env.sim.control_dt * sum(window) / max(len(window), 1)
+        ready = steps >= self.episode_window_steps and bool(window)
+        for name in pending:
+            on = ready and seconds >= self.config.termination_from_episode_s[name]
+            if self.world_size > 1:  # every rank switches after the same rollout
+                on = self._any_rank(on)
+            if on:
+                self.switched_on[name] = int(steps)
+                print(f"gym-motion train: termination {name!r} on from {steps:,} env steps "
+                      f"(training episodes {seconds:.2f} s on average)", flush=True)
 
     def after_rollout(self, steps: int, values: dict[str, float] | None = None) -> dict:
         """After a rollout (and, for on-policy libraries, its update or just before it) at
         `steps` env steps: keep `values` (None: nothing logged this rollout) for the curves,
-        set the reset-noise scale and inactive terminations of the next rollout, run the
+        switch on the terms whose training-episode length is reached, set the reset-noise scale
+        and inactive terminations of the next rollout, run the
         periodic evaluation when due (not at the last rollout: the run's final evaluation
         follows), save a checkpoint when due, and set `stop` past the budget.
 
@@ -129,6 +162,7 @@ class Progress:
         """
         if values is not None:
             self.history.append({"timesteps": float(steps), **values})
+        self._switch_on_by_episode_length(steps)
         self._set_curricula(steps)
         out: dict[str, float] = {}
         if self._evaluate is not None and self._next_eval <= steps < self.config.total_steps:
@@ -167,9 +201,13 @@ class Progress:
     def _over_budget(self) -> bool:
         over = self.seconds is not None and time.perf_counter() - self._t0 > self.seconds
         if self.world_size > 1:  # every rank stops after the same rollout
-            import torch
-
-            flag = torch.tensor([float(over)], device=self.device)
-            torch.distributed.all_reduce(flag, op=torch.distributed.ReduceOp.MAX)
-            over = bool(flag.item() > 0)
+            over = self._any_rank(over)
         return over
+
+    def _any_rank(self, flag: bool) -> bool:
+        """`flag` on any rank of a distributed run (torch.distributed, every rank calls it)."""
+        import torch
+
+        value = torch.tensor([float(flag)], device=self.device)
+        torch.distributed.all_reduce(value, op=torch.distributed.ReduceOp.MAX)
+        return bool(value.item() > 0)

@@ -222,6 +222,8 @@ def train(config: RunConfig, *, resume: bool = False) -> dict[str, Any]:
         "env_steps_per_s_rollout": _mean_tail(progress.history, "time/env_steps_per_s"),
         "reset_noise_scale_final": progress.scale,
     }
+    if config.termination_from_episode_s:  # env step of each term's switch, {} if none yet
+        summary["terminations_switched_on"] = dict(progress.switched_on)
     if aborted:
         summary["error"] = aborted
     if resume:

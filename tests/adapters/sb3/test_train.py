@@ -62,6 +62,7 @@ def test_train_cli_flags_and_defaults():
         "checkpoint_minutes": 5.0, "action_offset": "default", "samplers": 0,
         "envs_per_sampler": None, "ray_address": None, "anchor_horizontal_termination": None,
         "anchor_horizontal_termination_from": 0,
+        "anchor_horizontal_termination_from_episode_s": None,
     }  # fmt: skip
     # the observation mode follows the algorithm unless given
     for argv, mode in ((["train"], "dict"), (["train", "--algo", "sac"], "policy"),
@@ -87,6 +88,22 @@ def test_train_cli_flags_and_defaults():
     assert RunConfig.from_dict(config.to_dict(), config.env) == config
     with pytest.raises(ValueError, match="-from needs --anchor-horizontal-termination METRES"):
         run_config(build_parser().parse_args(argv[:1] + argv[3:]))
+    by_length = argv[:3] + ["--anchor-horizontal-termination-from-episode-s", "2"]
+    config = run_config(build_parser().parse_args(by_length))
+    assert (config.termination_from_steps, config.termination_from_episode_s) == (
+        {}, {"anchor_horizontal": 2.0})  # fmt: skip
+    assert RunConfig.from_dict(config.to_dict(), config.env) == config
+    with pytest.raises(ValueError, match="-from-episode-s needs --anchor-horizontal-termination"):
+        run_config(build_parser().parse_args(by_length[:1] + by_length[3:]))
+    with pytest.raises(ValueError, match="both switch the term on: give one"):
+        run_config(build_parser().parse_args(argv + by_length[3:]))
+    with pytest.raises(SystemExit):  # argparse: "... must be a number > 0"
+        build_parser().parse_args(by_length[:4] + ["0"])
+    with pytest.raises(ValueError, match=r"termination_from_episode_s\['anchor_height'\] must be"):
+        RunConfig(termination_from_episode_s={"anchor_height": float("nan")})
+    with pytest.raises(ValueError, match="switched on both by env steps"):
+        RunConfig(termination_from_steps={"anchor_height": 5},
+                  termination_from_episode_s={"anchor_height": 1.0})  # fmt: skip
     with pytest.raises(ValueError, match="'anchor_horizontal', which is not one of the task's"):
         RunConfig(termination_from_steps={"anchor_horizontal": 5})
     with pytest.raises(ValueError, match=r"termination_from_steps\['anchor_height'\] must be an"):
@@ -119,9 +136,45 @@ def test_progress_switches_a_termination_on_at_its_env_step():
     assert seen == [("anchor_horizontal",), ("anchor_horizontal",), (), ()]
     progress.restore({**progress.state(999), "env_steps": 999})
     assert env.inactive_terminations == ("anchor_horizontal",)
-    plain = SimpleNamespace(reset_noise_scale=None)  # no schedule: the attribute is not touched
+    plain = SimpleNamespace(reset_noise_scale=None)  # no curriculum: the attribute is not touched
     Progress(RunConfig(env=env_cfg, eval_every_steps=0), plain, evaluate=None).after_rollout(0)
     assert not hasattr(plain, "inactive_terminations")
+
+
+def test_progress_switches_a_termination_on_when_training_episodes_last_long_enough():
+    """A term of ``termination_from_episode_s`` stays off until the training episodes' mean
+    length over the last `Progress.episode_window_steps` reaches its seconds (not before that
+    many env steps, nor on rollouts without ended episodes), then stays on, also on resume."""
+    from types import SimpleNamespace
+
+    from gym_motion.training.progress import Progress
+
+    env_cfg = train_env_cfg(anchor_horizontal_termination=0.3)
+    config = RunConfig(env=env_cfg, termination_from_episode_s={"anchor_horizontal": 2.0},
+                       eval_every_steps=0, checkpoint_minutes=0.0)  # fmt: skip
+    env = SimpleNamespace(reset_noise_scale=None, inactive_terminations=None)
+    progress = Progress(config, env, evaluate=None)
+    progress.episode_window_steps = 100
+    assert env.inactive_terminations == ("anchor_horizontal",)
+    off = ("anchor_horizontal",)
+    # (env steps, mean episode length in 50 Hz steps of the rollout's ended episodes or None)
+    rollouts = [(50, 150.0), (100, 30.0), (150, None), (200, 150.0), (250, 30.0), (300, 10.0)]
+    seen = []
+    for steps, length in rollouts:
+        progress.after_rollout(steps, None if length is None else {"episode/length": length})
+        seen.append(env.inactive_terminations)
+    # 50: 3 s, but under the window's 100 env steps; 100: (150 + 30) / 2 x 0.02 s = 1.8 s;
+    # 150: 0.6 s (the rollout without ended episodes does not count); 200: within (100, 200]
+    # only the row at 200, 3 s (with the row at 100 it would be 1.8 s)
+    assert seen == [off, off, off, (), (), ()]
+    assert progress.switched_on == {"anchor_horizontal": 200}
+    state = progress.state(300)
+    resumed = Progress(config, env, evaluate=None)
+    assert env.inactive_terminations == off
+    resumed.restore(state)  # the term stays on though the last window's episodes are short
+    assert env.inactive_terminations == () and resumed.switched_on == {"anchor_horizontal": 200}
+    resumed.after_rollout(350, {"episode/length": 10.0})
+    assert env.inactive_terminations == ()
 
 
 @pytest.fixture(scope="module")
