@@ -177,6 +177,31 @@ def test_progress_switches_a_termination_on_when_training_episodes_last_long_eno
     assert env.inactive_terminations == ()
 
 
+def test_a_run_switches_the_horizontal_termination_on_by_episode_length(tmp_path, monkeypatch):
+    """`gym-motion train --anchor-horizontal-termination-from-episode-s`: the term ends no
+    training episode until the window's episodes last long enough, then ends them (1 mm: at
+    once), and summary.json says from which env step."""
+    from gym_motion.training.progress import Progress
+
+    monkeypatch.setattr(Progress, "episode_window_steps", 16)
+    out = tmp_path / "run"
+    argv = ["train", "--num-envs", "4", "--total-steps", "480", "--out", str(out), "--no-video",
+            "--eval-every", "0", "--anchor-horizontal-termination", "0.001",
+            "--anchor-horizontal-termination-from-episode-s", "0.02"]  # fmt: skip
+    assert main(argv + ["--ppo", "n_steps=8"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    on = summary["terminations_switched_on"]["anchor_horizontal"]
+    with open(out / "progress.csv") as f:
+        rows = [r for r in csv.DictReader(f) if r.get("termination/anchor_horizontal")]
+    fired = {int(r["time/total_timesteps"]): float(r["termination/anchor_horizontal"])
+             for r in rows}  # fmt: skip
+    # the first rollout with ended episodes (past the 16-step window) switches it on: those
+    # episodes were not ended by it, every one after is
+    assert on == min(fired) >= 16 and fired[on] == 0.0, fired
+    after = [v for t, v in fired.items() if t > on]
+    assert after and all(v == 1.0 for v in after), fired
+
+
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("runs") / "tiny"
