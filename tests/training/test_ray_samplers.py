@@ -316,3 +316,25 @@ def test_ctrl_c_stops_every_sampler(local_ray, tmp_path, monkeypatch):
     assert summary["sampler_env_steps"] == [16, 16]
     assert (tmp_path / "stopped" / "model.zip").is_file()
     assert len(seen) == 2 and _gone(sorted(seen))
+
+
+def test_samplers_switch_the_horizontal_termination_on_with_the_learner(local_ray, tmp_path,
+                                                                         monkeypatch):  # fmt: skip
+    """The learner's curriculum reaches the samplers' envs with every rollout: a 1 mm term
+    switched on by episode length ends no sampled episode before its switch and every one
+    after (the in-process twin: tests/adapters/sb3/test_train.py)."""
+    from gym_motion.training.progress import Progress
+
+    monkeypatch.setattr(Progress, "episode_window_steps", 16)
+    env = train_env_cfg(anchor_horizontal_termination=1e-3)
+    by_length = {"anchor_horizontal": 0.02}
+    config = _run_config(tmp_path, "term", samplers=2, env=env, total_steps=480,
+                         eval_every_steps=0, termination_from_episode_s=by_length)  # fmt: skip
+    summary = train(config)
+    on = summary["terminations_switched_on"]["anchor_horizontal"]
+    with open(tmp_path / "term" / "progress.csv") as f:
+        fired = {int(r["time/total_timesteps"]): float(r["termination/anchor_horizontal"])
+                 for r in csv.DictReader(f) if r.get("termination/anchor_horizontal")}  # fmt: skip
+    assert on == min(fired) >= 16 and fired[on] == 0.0, fired
+    after = [v for t, v in fired.items() if t > on]
+    assert after and all(v == 1.0 for v in after), fired
