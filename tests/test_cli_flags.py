@@ -22,6 +22,8 @@ from gym_motion.cli import main
         (["train", "--backend", "bullet"], "argument --backend: invalid choice: 'bullet'"),
         (["train", "--max-minutes", "nan"], "argument --max-minutes: must be a number, got"),
         (["train", "--num-threads", "0"], "argument --num-threads: must be an integer >= 1"),
+        (["train", "--anchor-horizontal-termination-from-episode-s", "0"],
+         "argument --anchor-horizontal-termination-from-episode-s: must be a number > 0"),
         (["render", "--hold", "-5", "-o", "x.mp4"], "argument --hold: must be a number >= 0"),
         (["export", "--model", "run", "--opset", "-5"], "argument --opset: must be an integer"),
         (["convert", "a.csv", "-o", "b.npz", "--frames", "0", "-2"], "argument --frames: must be"),
