@@ -109,14 +109,18 @@ def test_the_training_note_names_a_scheduled_horizontal_termination(tmp_path):
         (train_env_cfg(anchor_horizontal_termination=0.25), term, {},
          "default-pose actions, anchor-horizontal termination 0.25 m from 12 M steps, uniform"),
         (train_env_cfg(anchor_horizontal_termination=0.3), {}, {"anchor_horizontal": 2.0},
-         "anchor-horizontal termination 0.3 m from 2 s training episodes, uniform"),
+         "termination 0.3 m from 2 s training episodes (on at 11.3 M steps), uniform"),
+        (train_env_cfg(anchor_horizontal_termination=0.3), {}, {"anchor_horizontal": 9.0},
+         "termination 0.3 m from 9 s training episodes (never on), uniform"),
     )):  # fmt: skip
         folder = RunFolder(tmp_path / f"run{i}")
         folder.path.mkdir(parents=True)
         config = RunConfig(env=env, termination_from_steps=from_steps,
                            termination_from_episode_s=from_s)  # fmt: skip
         folder.write_config(config, [], {}, {})
-        folder.write_summary({"env_steps": 14e6, "train_wall_s": 5790.0})
+        switched = {"anchor_horizontal": 11_286_528} if 2.0 in from_s.values() else {}
+        folder.write_summary({"env_steps": 14e6, "train_wall_s": 5790.0,
+                              **({"terminations_switched_on": switched} if from_s else {})})
         note = training_note(folder.path)
         assert "14.0 M env steps, 5790 s of learning" in note
         assert (said in note) if said else ("termination" not in note), note

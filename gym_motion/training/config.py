@@ -162,10 +162,11 @@ class RunConfig:
                     "(termination_from_steps) and by episode length (termination_from_episode_s): "
                     "give one"
                 )
-            if not (isinstance(seconds, int | float) and seconds > 0.0):
+            longest = self.env.episode_length_s
+            if not (isinstance(seconds, int | float) and 0.0 < seconds < longest):
                 raise ValueError(
-                    f"termination_from_episode_s[{name!r}] must be > 0 (seconds of a training "
-                    f"episode), got {seconds!r}"
+                    f"termination_from_episode_s[{name!r}] must be > 0 and below the episodes' "
+                    f"time limit ({longest:g} s, which no mean length reaches), got {seconds!r}"
                 )
         if not self.checkpoint_minutes >= 0.0:
             raise ValueError(f"checkpoint_minutes must be >= 0, got {self.checkpoint_minutes}")

@@ -152,7 +152,7 @@ def training_note(run_dir: str | os.PathLike) -> str | None:
     12.0 M env steps, 2797 s of learning; from the clip start 173 of 529 steps, MPKPE 130.5 mm"``;
     a run with the anchor-horizontal termination says so after the actions (``"residual
     actions, anchor-horizontal termination 0.3 m from 12.0 M steps, uniform starts: ..."``, or
-    ``"... 0.3 m from 2 s training episodes, ..."``).
+    ``"... 0.3 m from 2 s training episodes (on at 11.3 M steps), ..."``).
     """
     from importlib.metadata import version
 
@@ -172,6 +172,10 @@ def training_note(run_dir: str | os.PathLike) -> str | None:
         seconds = train.get("termination_from_episode_s", {}).get("anchor_horizontal")
         if seconds is not None:
             after = f" from {seconds:g} s training episodes"
+            switched = summary.get("terminations_switched_on")  # best/'s summary lacks it
+            if switched is not None:
+                on = switched.get("anchor_horizontal")
+                after += " (never on)" if on is None else f" (on at {on / 1e6:.1f} M steps)"
         offset += f", anchor-horizontal termination {term.params['threshold']:g} m{after}"
     note = (
         f"gym_motion {version('gym_motion')}, {folder.library()} {train.get('algo', 'ppo')}, "

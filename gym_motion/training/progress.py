@@ -136,15 +136,23 @@ class Progress:
         if not pending:
             return
         since = steps - self.episode_window_steps
-        window = [h["episode/length"] for h in self.history
-                  if "episode/length" in h and h["timesteps"] > since]  # fmt: skip
-        seconds = self.config.env.sim.control_dt * sum(window) / max(len(window), 1)
-        ready = steps >= self.episode_window_steps and bool(window)
+        window = []
+        for row in reversed(self.history):
+            if row["timesteps"] <= since:
+                break
+            if "episode/length" in row:
+                window.append(row["episode/length"])
+        total, count = float(sum(window)), float(len(window))
+        if self.world_size > 1:  # the mean over every rank's episodes, the same on each rank
+            import torch
+
+            both = torch.tensor([total, count], dtype=torch.float64, device=self.device)
+            torch.distributed.all_reduce(both)
+            total, count = both.tolist()
+        seconds = self.config.env.sim.control_dt * total / max(count, 1.0)
+        ready = steps >= self.episode_window_steps and count > 0
         for name in pending:
-            on = ready and seconds >= self.config.termination_from_episode_s[name]
-            if self.world_size > 1:  # every rank switches after the same rollout
-                on = self._any_rank(on)
-            if on:
+            if ready and seconds >= self.config.termination_from_episode_s[name]:
                 self.switched_on[name] = int(steps)
                 print(f"gym-motion train: termination {name!r} on from {steps:,} env steps "
                       f"(training episodes {seconds:.2f} s on average)", flush=True)
@@ -162,7 +170,8 @@ class Progress:
         """
         if values is not None:
             self.history.append({"timesteps": float(steps), **values})
-        self._switch_on_by_episode_length(steps)
+        if values is not None or self.world_size > 1:  # a new row (every rank calls it)
+            self._switch_on_by_episode_length(steps)
         self._set_curricula(steps)
         out: dict[str, float] = {}
         if self._evaluate is not None and self._next_eval <= steps < self.config.total_steps:

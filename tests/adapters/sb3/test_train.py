@@ -99,8 +99,9 @@ def test_train_cli_flags_and_defaults():
         run_config(build_parser().parse_args(argv + by_length[3:]))
     with pytest.raises(SystemExit):  # argparse: "... must be a number > 0"
         build_parser().parse_args(by_length[:4] + ["0"])
-    with pytest.raises(ValueError, match=r"termination_from_episode_s\['anchor_height'\] must be"):
-        RunConfig(termination_from_episode_s={"anchor_height": float("nan")})
+    for bad in (float("nan"), float("inf"), 10.0):  # 10 s: the episodes' time limit
+        with pytest.raises(ValueError, match=r"_episode_s\['anchor_height'\] must be > 0 and"):
+            RunConfig(termination_from_episode_s={"anchor_height": bad})
     with pytest.raises(ValueError, match="switched on both by env steps"):
         RunConfig(termination_from_steps={"anchor_height": 5},
                   termination_from_episode_s={"anchor_height": 1.0})  # fmt: skip
@@ -183,7 +184,7 @@ def test_a_run_switches_the_horizontal_termination_on_by_episode_length(tmp_path
     once), and summary.json says from which env step."""
     from gym_motion.training.progress import Progress
 
-    monkeypatch.setattr(Progress, "episode_window_steps", 16)
+    monkeypatch.setattr(Progress, "episode_window_steps", 48)  # rollouts of 32 steps
     out = tmp_path / "run"
     argv = ["train", "--num-envs", "4", "--total-steps", "480", "--out", str(out), "--no-video",
             "--eval-every", "0", "--anchor-horizontal-termination", "0.001",
@@ -195,9 +196,9 @@ def test_a_run_switches_the_horizontal_termination_on_by_episode_length(tmp_path
         rows = [r for r in csv.DictReader(f) if r.get("termination/anchor_horizontal")]
     fired = {int(r["time/total_timesteps"]): float(r["termination/anchor_horizontal"])
              for r in rows}  # fmt: skip
-    # the first rollout with ended episodes (past the 16-step window) switches it on: those
+    # the first rollout with ended episodes (past the 48-step window) switches it on: those
     # episodes were not ended by it, every one after is
-    assert on == min(fired) >= 16 and fired[on] == 0.0, fired
+    assert on == min(f for f in fired if f >= 48) and fired[on] == 0.0, fired
     after = [v for t, v in fired.items() if t > on]
     assert after and all(v == 1.0 for v in after), fired
 
