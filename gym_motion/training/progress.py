@@ -34,9 +34,9 @@ class Progress:
 
     Args:
         config: the run's config (``total_steps``, ``reset_noise_ramp_steps``, ``eval_every_steps``,
-            ``max_minutes``, ``termination_from_steps``, ``termination_from_episode_s``). env:
-            the training `TrackingVecEnv`
-            (its ``reset_noise_scale`` and ``inactive_terminations`` are set here). evaluate:
+            ``max_minutes``, ``termination_from_steps``, ``termination_from_episode_s``).
+            env: the training `TrackingVecEnv` (its ``reset_noise_scale`` and
+            ``inactive_terminations`` are set here). evaluate:
             current policy -> `evaluate_policy_on_clips` result, or None (no periodic
             evaluations, e.g. ranks other than 0). world_size, device: ranks of a
             distributed run agree on the budget (the slowest decides) over torch.distributed.
@@ -161,9 +161,9 @@ class Progress:
         """After a rollout (and, for on-policy libraries, its update or just before it) at
         `steps` env steps: keep `values` (None: nothing logged this rollout) for the curves,
         switch on the terms whose training-episode length is reached, set the reset-noise scale
-        and inactive terminations of the next rollout, run the
-        periodic evaluation when due (not at the last rollout: the run's final evaluation
-        follows), save a checkpoint when due, and set `stop` past the budget.
+        and inactive terminations of the next rollout, run the periodic evaluation when due
+        (not at the last rollout: the run's final evaluation follows), save a checkpoint when
+        due, and set `stop` past the budget.
 
         Returns:
             The evaluation's ``eval/*`` values for the learner to log (``{}`` when none ran).
@@ -210,13 +210,9 @@ class Progress:
     def _over_budget(self) -> bool:
         over = self.seconds is not None and time.perf_counter() - self._t0 > self.seconds
         if self.world_size > 1:  # every rank stops after the same rollout
-            over = self._any_rank(over)
+            import torch
+
+            flag = torch.tensor([float(over)], device=self.device)
+            torch.distributed.all_reduce(flag, op=torch.distributed.ReduceOp.MAX)
+            over = bool(flag.item() > 0)
         return over
-
-    def _any_rank(self, flag: bool) -> bool:
-        """`flag` on any rank of a distributed run (torch.distributed, every rank calls it)."""
-        import torch
-
-        value = torch.tensor([float(flag)], device=self.device)
-        torch.distributed.all_reduce(value, op=torch.distributed.ReduceOp.MAX)
-        return bool(value.item() > 0)
