@@ -3,8 +3,9 @@
 ``gym-motion train --library rsl_rl`` does the same with a run folder, evaluations and plots;
 this script shows the pieces: the batched env in SAME_STEP mode with the policy and privileged
 critic observation groups, `RslRlVecEnv` (torch tensors, ``time_outs``, the tracking statistics
-in ``extras["log"]``), BeyondMimic's PPO settings (`runner_cfg`) and rsl_rl's own loop with
-randomised initial episode lengths. rsl_rl writes its TensorBoard log and checkpoints to --out.
+in ``extras["log"]``), BeyondMimic's PPO settings adapted to a CPU (`runner_cfg`) and rsl_rl's
+own loop with randomised initial episode lengths. rsl_rl writes its TensorBoard log and
+checkpoints to --out.
 
     pip install -e ".[rsl_rl]"
     python examples/train_rsl_rl.py --num-envs 64 --iterations 50
@@ -41,7 +42,7 @@ def main(argv: list[str] | None = None) -> OnPolicyRunner:
         seed=0,
     )
     vec_env = RslRlVecEnv(env, device=args.device)
-    cfg = runner_cfg({"hidden_dims": args.hidden})  # BeyondMimic's PPO values otherwise
+    cfg = runner_cfg({"hidden_dims": args.hidden})  # the package's CPU-scale PPO values otherwise
     runner = OnPolicyRunner(vec_env, cfg, log_dir=args.out, device=args.device)
     runner.learn(args.iterations, init_at_random_ep_len=True)
     vec_env.close()

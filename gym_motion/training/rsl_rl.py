@@ -11,10 +11,11 @@ the tracking keys of `RslRlVecEnv`'s ``extras["log"]``, ``curriculum/reset_noise
 ``eval/*`` evaluations). Its config.json adds rsl_rl's runner config, the observation sizes and
 the action count (what `gym_motion.adapters.rsl_rl.policy.load_actor` rebuilds the actor from).
 
-PPO settings: `gym_motion.adapters.rsl_rl.config.PPO_DEFAULTS` (BeyondMimic's rsl_rl values),
-changed with ``RunConfig.ppo`` (``--ppo KEY=VALUE``). Under ``torchrun``, ``distributed`` makes
-each process one rank of a data-parallel run (`gym_motion.training.distributed`;
-docs/scaling.md): rsl_rl's runner averages the gradients over the ranks.
+PPO settings: `gym_motion.adapters.rsl_rl.config.PPO_DEFAULTS` (BeyondMimic's rsl_rl values
+adapted to 256 envs on a CPU), changed with ``RunConfig.ppo`` (``--ppo KEY=VALUE``). Under
+``torchrun``, ``distributed`` makes each process one rank of a data-parallel run
+(`gym_motion.training.distributed`; docs/scaling.md): rsl_rl's runner averages the gradients
+over the ranks.
 
 The learning loop is rsl_rl's own ``OnPolicyRunner.learn``; after each iteration is logged
 (its logger's ``log`` is wrapped), the run's `Progress` gets the iteration's tracking

@@ -1,12 +1,13 @@
-"""rsl_rl adapter: the env as an rsl_rl ``VecEnv``, BeyondMimic's PPO settings and run loading.
+"""rsl_rl adapter: the env as an rsl_rl ``VecEnv``, PPO settings and run loading.
 
 Modules:
 
 - `vec_env`: `RslRlVecEnv`, rsl_rl's ``VecEnv`` over a SAME_STEP `TrackingVecEnv` (torch
   tensors on a device of your choice, ``policy`` and privileged ``critic`` observation groups,
   tracking statistics in ``extras["log"]``, an episode-length buffer rsl_rl may randomise).
-- `config`: `PPO_DEFAULTS` (BeyondMimic's rsl_rl values) and `runner_cfg`, the
-  ``OnPolicyRunner`` config dict.
+- `config`: `PPO_DEFAULTS` (BeyondMimic's rsl_rl values adapted to a CPU), `BEYONDMIMIC_PPO`
+  (the values that differ in BeyondMimic's) and `runner_cfg`, the ``OnPolicyRunner`` config
+  dict.
 - `export`: a run's actor for ONNX export.
 
 ``gym-motion train --library rsl_rl``'s learner is `gym_motion.training.rsl_rl`.
@@ -25,13 +26,14 @@ from typing import TYPE_CHECKING
 from gym_motion.adapters import lazy_exports
 
 if TYPE_CHECKING:
-    from gym_motion.adapters.rsl_rl.config import PPO_DEFAULTS, runner_cfg
+    from gym_motion.adapters.rsl_rl.config import BEYONDMIMIC_PPO, PPO_DEFAULTS, runner_cfg
     from gym_motion.adapters.rsl_rl.policy import actor_policy, load_actor, load_run_policy
     from gym_motion.adapters.rsl_rl.vec_env import RslRlVecEnv
 
 # public name -> the submodule that defines it
 _SOURCES = {
     "RslRlVecEnv": "vec_env",
+    "BEYONDMIMIC_PPO": "config",
     "PPO_DEFAULTS": "config",
     "runner_cfg": "config",
     "actor_policy": "policy",
@@ -40,6 +42,7 @@ _SOURCES = {
 }
 
 __all__ = [
+    "BEYONDMIMIC_PPO",
     "PPO_DEFAULTS",
     "RslRlVecEnv",
     "actor_policy",

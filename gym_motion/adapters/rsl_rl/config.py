@@ -1,19 +1,24 @@
 """rsl_rl's PPO settings for the tracking task, as the nested dict its ``OnPolicyRunner`` takes.
 
-`PPO_DEFAULTS` are the values of BeyondMimic's rsl_rl configuration for the G1 tracking task
-(whole_body_tracking's ``G1FlatPPORunnerCfg``, the same in mjlab's tracking task): 24 steps per
-env and iteration, 5 epochs of 4 minibatches, learning rate 1e-3 adapted to a desired KL of
-0.01, gamma 0.99, GAE lambda 0.95, clip 0.2, entropy 0.005, value loss coefficient 1.0 with a
-clipped value loss, gradient norm 1.0, actor and critic MLPs [512, 256, 128] with ELU, empirical
-observation normalisation, a Gaussian action distribution of initial std 1.0, a checkpoint every
-500 iterations, and episodes started at random lengths (``init_at_random_ep_len``, as Isaac
-Lab's rsl_rl training script starts them). Only the number of envs differs on a CPU (it is
-`gym_motion.training.RunConfig`'s ``num_envs``, 256 by default).
+`PPO_DEFAULTS` are BeyondMimic's rsl_rl configuration for the G1 tracking task
+(whole_body_tracking's ``G1FlatPPORunnerCfg``, the same in mjlab's tracking task) adapted to a
+CPU as the SB3 learner's are (`gym_motion.training.sb3`): 24 steps per env and iteration, 4
+minibatches, gamma 0.99, GAE lambda 0.95, clip 0.2, entropy 0.005, value loss coefficient 1.0
+with a clipped value loss, gradient norm 1.0, actor and critic MLPs [512, 256, 128] with ELU,
+empirical observation normalisation, a checkpoint every 500 iterations, and episodes started at
+random lengths (``init_at_random_ep_len``, as Isaac Lab's rsl_rl training script starts them),
+as BeyondMimic; and, for 256 envs instead of 4096 (`gym_motion.training.RunConfig`'s
+``num_envs``), 8 epochs instead of 5, learning rate 5e-4 adapted to a desired KL of 0.02
+instead of 1e-3 and 0.01, and a Gaussian action distribution of initial std 0.37 instead of
+1.0. BeyondMimic's own values collapsed at 256 envs by 0.2 M steps; the adapted ones learn the
+default motion in the main command's 2.1 M steps (docs/measurements.md, "rsl_rl at CPU scale").
+BeyondMimic's exactly: ``--ppo init_std=1.0 num_learning_epochs=5 learning_rate=1e-3
+desired_kl=0.01`` (`BEYONDMIMIC_PPO`).
 
 Example::
 
-    cfg = runner_cfg({"init_std": 0.37}, obs_mode="dict")  # the actor reads "policy",
-    cfg["obs_groups"]  # {"actor": ["policy"], "critic": ["critic"]}     the critic "critic"
+    cfg = runner_cfg(BEYONDMIMIC_PPO, obs_mode="dict")  # BeyondMimic's values
+    cfg["obs_groups"]  # {"actor": ["policy"], "critic": ["critic"]}: the critic's privileged
 
 Nothing here imports rsl_rl or torch.
 """
@@ -22,14 +27,14 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["PPO_DEFAULTS", "resolved_ppo", "runner_cfg"]
+__all__ = ["BEYONDMIMIC_PPO", "PPO_DEFAULTS", "resolved_ppo", "runner_cfg"]
 
 PPO_DEFAULTS: dict[str, Any] = {
     "num_steps_per_env": 24,
-    "learning_rate": 1.0e-3,
+    "learning_rate": 5.0e-4,
     "schedule": "adaptive",
-    "desired_kl": 0.01,
-    "num_learning_epochs": 5,
+    "desired_kl": 0.02,
+    "num_learning_epochs": 8,
     "num_mini_batches": 4,
     "gamma": 0.99,
     "lam": 0.95,
@@ -41,9 +46,17 @@ PPO_DEFAULTS: dict[str, Any] = {
     "hidden_dims": [512, 256, 128],
     "activation": "elu",
     "obs_normalization": True,
-    "init_std": 1.0,
+    "init_std": 0.37,
     "save_interval": 500,
     "init_at_random_ep_len": True,
+}
+
+# the `PPO_DEFAULTS` keys whose values differ in BeyondMimic's configuration (4096 envs)
+BEYONDMIMIC_PPO: dict[str, Any] = {
+    "learning_rate": 1.0e-3,
+    "desired_kl": 0.01,
+    "num_learning_epochs": 5,
+    "init_std": 1.0,
 }
 
 # PPO_DEFAULTS keys that go into the runner's "algorithm" dict

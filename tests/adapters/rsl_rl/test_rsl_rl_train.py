@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("rsl_rl")
 
-from gym_motion.adapters.rsl_rl.config import PPO_DEFAULTS, runner_cfg  # noqa: E402
+from gym_motion.adapters.rsl_rl.config import BEYONDMIMIC_PPO, PPO_DEFAULTS, runner_cfg  # noqa: E402
 from gym_motion.cli import build_parser, main  # noqa: E402
 from gym_motion.training import RunConfig, RunFolder, train, train_env_cfg  # noqa: E402
 
@@ -37,8 +37,12 @@ def tiny_run(tmp_path_factory):
     return out
 
 
-def test_beyondmimic_settings_in_rsl_rl_form():
+def test_cpu_scale_defaults_and_beyondmimic_settings_in_rsl_rl_form():
     cfg = runner_cfg()
+    alg = cfg["algorithm"]
+    assert (alg["learning_rate"], alg["desired_kl"], alg["num_learning_epochs"]) == (5e-4, 0.02, 8)
+    assert cfg["actor"]["distribution_cfg"]["init_std"] == 0.37
+    cfg = runner_cfg(BEYONDMIMIC_PPO)
     alg = cfg["algorithm"]
     assert cfg["num_steps_per_env"] == 24 and cfg["obs_groups"]["critic"] == ["critic"]
     assert (alg["learning_rate"], alg["desired_kl"], alg["schedule"]) == (1e-3, 0.01, "adaptive")
