@@ -47,7 +47,7 @@ class Policy(GaussianMixin, Model):
         )
         GaussianMixin.__init__(self)
         self.net = mlp(self.num_observations, self.num_actions, hidden)
-        self.log_std = torch.nn.Parameter(torch.zeros(self.num_actions))  # std 1, as rsl_rl's
+        self.log_std = torch.nn.Parameter(torch.zeros(self.num_actions))  # std 1, as BeyondMimic's
 
     def compute(self, inputs, role=""):
         return self.net(inputs["observations"]), {"log_std": self.log_std}

@@ -1,7 +1,7 @@
 """Adapters to RL libraries: one package per library, named for it.
 
 - `gym_motion.adapters.sb3`: Stable-Baselines3 (``VecEnv``, callbacks, ``gym-motion train``).
-- `gym_motion.adapters.rsl_rl`: rsl_rl (``VecEnv``, BeyondMimic's PPO settings,
+- `gym_motion.adapters.rsl_rl`: rsl_rl (``VecEnv``, BeyondMimic's PPO settings adapted to a CPU,
   ``gym-motion train --library rsl_rl``).
 - `gym_motion.adapters.skrl`: skrl (the statistics in ``info["episode"]``).
 - `gym_motion.adapters.torchrl`: TorchRL (an info-dict reader for every ``final/*`` key).

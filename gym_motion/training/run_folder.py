@@ -148,14 +148,22 @@ class RunFolder:
         return _env_cfg(self.config(), str(self.config_path))
 
     def run_config(self) -> RunConfig:
-        """The run's `RunConfig` (its ``train`` section and task).
+        """The run's `RunConfig` (its ``train`` section and task; an rsl_rl run's PPO settings
+        from its recorded runner config, `gym_motion.adapters.rsl_rl.config.recorded_ppo`).
 
         Raises:
             ValueError: see `env_cfg`, or a field out of range.
         """
         from gym_motion.training.config import RunConfig
 
-        return RunConfig.from_dict(self.train_settings(), self.env_cfg())
+        settings, recorded = self.train_settings(), self.config()
+        if settings.get("library") == "rsl_rl" and "rsl_rl" in recorded:
+            # the runner config it trained with, not today's defaults with its overrides
+            from gym_motion.adapters.rsl_rl.config import recorded_ppo
+
+            settings["ppo"] = recorded_ppo(recorded["rsl_rl"],
+                                           recorded.get("init_at_random_ep_len", True))
+        return RunConfig.from_dict(settings, self.env_cfg())
 
     def evaluate(
         self,

@@ -12,7 +12,7 @@ PPO hyperparameters (`PPO_DEFAULTS`) follow BeyondMimic's rsl_rl PPO configurati
 G1 tracking task (whole_body_tracking, itself rsl_rl's defaults), adapted to SB3 on a CPU: 256
 envs, 8 epochs, learning rate 5e-4 adapted once per update to a desired KL of 0.02, initial
 action std 0.37, and the skeleton's reset-noise ramp (none to docs/task.md section 9's over the
-first 1.5 M steps). Why each differs from rsl_rl, with the runs that measured it, is in
+first 1.5 M steps). Why each differs from BeyondMimic's, with the runs that measured it, is in
 docs/measurements.md.
 
 ``algo="sac"`` trains SB3's SAC instead (`SAC_DEFAULTS`): the flat policy observation for actor

@@ -6,8 +6,8 @@ Modules:
   tensors on a device of your choice, ``policy`` and privileged ``critic`` observation groups,
   tracking statistics in ``extras["log"]``, an episode-length buffer rsl_rl may randomise).
 - `config`: `PPO_DEFAULTS` (BeyondMimic's rsl_rl values adapted to a CPU), `BEYONDMIMIC_PPO`
-  (the values that differ in BeyondMimic's) and `runner_cfg`, the ``OnPolicyRunner`` config
-  dict.
+  (the values that differ in BeyondMimic's), `runner_cfg`, the ``OnPolicyRunner`` config dict,
+  and `recorded_ppo`, the settings back from a recorded one.
 - `export`: a run's actor for ONNX export.
 
 ``gym-motion train --library rsl_rl``'s learner is `gym_motion.training.rsl_rl`.
@@ -26,7 +26,12 @@ from typing import TYPE_CHECKING
 from gym_motion.adapters import lazy_exports
 
 if TYPE_CHECKING:
-    from gym_motion.adapters.rsl_rl.config import BEYONDMIMIC_PPO, PPO_DEFAULTS, runner_cfg
+    from gym_motion.adapters.rsl_rl.config import (
+        BEYONDMIMIC_PPO,
+        PPO_DEFAULTS,
+        recorded_ppo,
+        runner_cfg,
+    )
     from gym_motion.adapters.rsl_rl.policy import actor_policy, load_actor, load_run_policy
     from gym_motion.adapters.rsl_rl.vec_env import RslRlVecEnv
 
@@ -35,6 +40,7 @@ _SOURCES = {
     "RslRlVecEnv": "vec_env",
     "BEYONDMIMIC_PPO": "config",
     "PPO_DEFAULTS": "config",
+    "recorded_ppo": "config",
     "runner_cfg": "config",
     "actor_policy": "policy",
     "load_actor": "policy",
@@ -48,6 +54,7 @@ __all__ = [
     "actor_policy",
     "load_actor",
     "load_run_policy",
+    "recorded_ppo",
     "runner_cfg",
 ]
 

@@ -18,7 +18,7 @@ desired_kl=0.01`` (`BEYONDMIMIC_PPO`).
 Example::
 
     cfg = runner_cfg(BEYONDMIMIC_PPO, obs_mode="dict")  # BeyondMimic's values
-    cfg["obs_groups"]  # {"actor": ["policy"], "critic": ["critic"]}: the critic's privileged
+    cfg["obs_groups"]  # {"actor": ["policy"], "critic": ["critic"]}: privileged critic
 
 Nothing here imports rsl_rl or torch.
 """
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["BEYONDMIMIC_PPO", "PPO_DEFAULTS", "resolved_ppo", "runner_cfg"]
+__all__ = ["BEYONDMIMIC_PPO", "PPO_DEFAULTS", "recorded_ppo", "resolved_ppo", "runner_cfg"]
 
 PPO_DEFAULTS: dict[str, Any] = {
     "num_steps_per_env": 24,
@@ -131,3 +131,25 @@ def runner_cfg(overrides: dict[str, Any] | None = None, obs_mode: str = "dict") 
         "critic": model(distribution=False),
         "logger": "tensorboard",
     }
+
+
+def recorded_ppo(runner: dict[str, Any], init_at_random_ep_len: bool = True) -> dict[str, Any]:
+    """The `PPO_DEFAULTS` overrides that `runner_cfg` turns into `runner`, a run's recorded
+    runner config (config.json's ``"rsl_rl"``), so that a run resumed after the defaults
+    changed keeps the settings it trained with.
+
+    Raises:
+        KeyError: `runner` lacks a key `runner_cfg` writes.
+    """
+    actor = runner["actor"]
+    settings = {
+        "num_steps_per_env": runner["num_steps_per_env"],
+        "save_interval": runner["save_interval"],
+        **{k: runner["algorithm"][k] for k in _ALGORITHM},
+        "hidden_dims": list(actor["hidden_dims"]),
+        "activation": actor["activation"],
+        "obs_normalization": actor["obs_normalization"],
+        "init_std": actor["distribution_cfg"]["init_std"],
+        "init_at_random_ep_len": bool(init_at_random_ep_len),
+    }
+    return {k: v for k, v in settings.items() if v != PPO_DEFAULTS[k]}

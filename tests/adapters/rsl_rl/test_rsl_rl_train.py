@@ -11,7 +11,12 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("rsl_rl")
 
-from gym_motion.adapters.rsl_rl.config import BEYONDMIMIC_PPO, PPO_DEFAULTS, runner_cfg  # noqa: E402
+from gym_motion.adapters.rsl_rl.config import (  # noqa: E402
+    BEYONDMIMIC_PPO,
+    PPO_DEFAULTS,
+    recorded_ppo,
+    runner_cfg,
+)
 from gym_motion.cli import build_parser, main  # noqa: E402
 from gym_motion.training import RunConfig, RunFolder, train, train_env_cfg  # noqa: E402
 
@@ -58,6 +63,25 @@ def test_cpu_scale_defaults_and_beyondmimic_settings_in_rsl_rl_form():
     with pytest.raises(ValueError, match="sampling must be one of"):
         train_env_cfg(sampling="start")  # refused before any work, as for SB3 runs
     assert PPO_DEFAULTS["init_at_random_ep_len"] is True
+
+
+def test_recorded_settings_come_back_as_overrides():
+    for overrides in ({}, BEYONDMIMIC_PPO, {"hidden_dims": [32, 32], "init_std": 0.5}):
+        assert recorded_ppo(runner_cfg(overrides)) == dict(overrides)
+    assert recorded_ppo(runner_cfg(), init_at_random_ep_len=False) == {
+        "init_at_random_ep_len": False}
+
+
+def test_a_run_keeps_its_recorded_settings_after_the_defaults_change(tiny_run, tmp_path):
+    # a run made when the defaults were BeyondMimic's, with only its std given
+    run = shutil.copytree(tiny_run, tmp_path / "old")
+    config = json.loads((run / "config.json").read_text())
+    config["train"]["ppo"] = {"hidden_dims": [32, 32], "init_std": 0.37}
+    config["rsl_rl"] = runner_cfg({**BEYONDMIMIC_PPO, "hidden_dims": [32, 32], "init_std": 0.37})
+    (run / "config.json").write_text(json.dumps(config))
+    ppo = RunFolder(run).run_config().ppo
+    assert runner_cfg(ppo) == config["rsl_rl"]
+    assert ppo["num_learning_epochs"] == 5 and ppo["learning_rate"] == 1e-3
 
 
 def test_train_cli_library_switch():
