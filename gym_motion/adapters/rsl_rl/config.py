@@ -138,6 +138,14 @@ def recorded_ppo(runner: dict[str, Any], init_at_random_ep_len: bool = True) -> 
     runner config (config.json's ``"rsl_rl"``), so that a run resumed after the defaults
     changed keeps the settings it trained with.
 
+    Args:
+        runner: a dict `runner_cfg` returned (its ``algorithm``, ``actor`` and top-level keys
+            are read; the ``obs_groups`` are the run's ``obs_mode``, not a PPO setting).
+        init_at_random_ep_len: the run's recorded value (config.json's top-level key).
+
+    Returns:
+        The keys of `PPO_DEFAULTS` whose recorded value differs from today's default.
+
     Raises:
         KeyError: `runner` lacks a key `runner_cfg` writes.
     """
