@@ -200,7 +200,8 @@ class ResetNoiseCurriculum(BaseCallback):
 
 class ProgressBar(BaseCallback):
     """A tqdm bar over `total` env steps, with the latest episode length and tracking reward
-    (SB3's own bar needs `rich`)."""
+    (SB3's own bar needs `rich`). It starts at the model's env steps, so a resumed run's bar
+    counts the whole run, as `total` does."""
 
     def __init__(self, total: int):
         super().__init__()
@@ -209,7 +210,8 @@ class ProgressBar(BaseCallback):
     def _on_training_start(self) -> None:
         from tqdm import tqdm
 
-        self.bar = tqdm(total=self.total, unit="step", unit_scale=True, dynamic_ncols=True)
+        self.bar = tqdm(total=self.total, initial=self.model.num_timesteps, unit="step",
+                        unit_scale=True, dynamic_ncols=True)
 
     def _on_step(self) -> bool:
         self.bar.update(self.training_env.num_envs)

@@ -71,3 +71,20 @@ def test_lazy_exports_resolve_to_their_modules():
     assert set(sb3.__all__) == set(sb3._SOURCES)
     with pytest.raises(AttributeError, match="no attribute 'TrackingStats'"):
         sb3.TrackingStats  # noqa: B018  (moved to gym_motion.envs.stats)
+
+
+def test_progress_bar_of_a_continued_model_counts_the_whole_run(tmp_path):
+    """A resumed run (`learn(..., reset_num_timesteps=False)`) starts its bar at the steps
+    already done, so the bar ends at the run's total, not at what this session added."""
+    from gym_motion.adapters.sb3 import ProgressBar
+
+    config = RunConfig(num_envs=2, seed=0, obs_mode="policy", ppo={"n_steps": 8, "net_arch": [16]})
+    env = TrackingVecEnv(num_envs=2, autoreset_mode="SameStep", max_episode_steps=40, seed=0)
+    venv = VecNormalize(SB3VecEnv(env), norm_reward=False)
+    model, _ = make_model(config, venv)
+    model.set_logger(configure(str(tmp_path), ["csv"]))
+    model.learn(16)
+    bar = ProgressBar(32)
+    model.learn(16, callback=bar, reset_num_timesteps=False)
+    assert model.num_timesteps == 32 and bar.bar.n == 32
+    venv.close()
