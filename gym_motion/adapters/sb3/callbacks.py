@@ -201,7 +201,11 @@ class ResetNoiseCurriculum(BaseCallback):
 class ProgressBar(BaseCallback):
     """A tqdm bar over `total` env steps, with the latest episode length and tracking reward
     (SB3's own bar needs `rich`). It starts at the model's env steps, so a resumed run's bar
-    counts the whole run, as `total` does."""
+    counts the whole run, as `total` does.
+
+    Args:
+        total: the run's env steps (int), earlier sessions of a resumed run included.
+    """
 
     def __init__(self, total: int):
         super().__init__()

@@ -12,7 +12,12 @@ from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 import gym_motion.adapters.sb3 as sb3
-from gym_motion.adapters.sb3 import KLAdaptiveLRCallback, SB3VecEnv, TrackingLogCallback
+from gym_motion.adapters.sb3 import (
+    KLAdaptiveLRCallback,
+    ProgressBar,
+    SB3VecEnv,
+    TrackingLogCallback,
+)
 from gym_motion.adapters.sb3.callbacks import KLAdaptiveLR
 from gym_motion.envs import TrackingEnv, TrackingVecEnv
 from gym_motion.robots import g1
@@ -76,8 +81,6 @@ def test_lazy_exports_resolve_to_their_modules():
 def test_progress_bar_of_a_continued_model_counts_the_whole_run(tmp_path):
     """A resumed run (`learn(..., reset_num_timesteps=False)`) starts its bar at the steps
     already done, so the bar ends at the run's total, not at what this session added."""
-    from gym_motion.adapters.sb3 import ProgressBar
-
     config = RunConfig(num_envs=2, seed=0, obs_mode="policy", ppo={"n_steps": 8, "net_arch": [16]})
     env = TrackingVecEnv(num_envs=2, autoreset_mode="SameStep", max_episode_steps=40, seed=0)
     venv = VecNormalize(SB3VecEnv(env), norm_reward=False)
