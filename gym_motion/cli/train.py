@@ -100,6 +100,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--no-state-estimation", action="store_true", help="154-value policy observation"
     )
     task.add_argument(
+        "--obs-noise", nargs="*", default=[], metavar="TERM=HALF_WIDTH",
+        help="training noise of policy observation terms in place of the task's (uniform "
+        "half-widths in the term's units, e.g. anchor_pos=0.05 m; the task's: anchor_pos 0.25, "
+        "anchor_ori 0.05, base_lin_vel 0.5, base_ang_vel 0.2, joint_pos 0.01, joint_vel 0.5)",
+    )  # fmt: skip
+    task.add_argument(
         "--action-offset", choices=("default", "reference"), default=d.env.action_offset,
         help="where a zero action puts the joints: default (the default pose, BeyondMimic's "
         "convention) or reference (residual actions around the clip's joint positions; "
@@ -250,7 +256,8 @@ def run_config(args: argparse.Namespace):
     )
     threads = {"num_threads": args.num_threads} if args.num_threads else {}
     env = replace(env.updated(backend=args.backend, backend_kwargs=threads),
-                  action_offset=args.action_offset)  # fmt: skip
+                  action_offset=args.action_offset,
+                  policy_obs_noise=parse_overrides(args.obs_noise, "--obs-noise"))  # fmt: skip
     return RunConfig(
         library=args.library,
         env=env,

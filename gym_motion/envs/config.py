@@ -328,6 +328,8 @@ class TrackingEnvCfg:
         state_estimation: False drops anchor position and base linear velocity from the
             policy observation (154 values).
         obs_noise: add the policy terms' uniform noise (training); off for evaluation.
+        policy_obs_noise: policy term name -> the half-width of its uniform noise in place of
+            the task's (`policy_terms`; e.g. ``{"anchor_pos": 0.05}``, m); empty: the task's.
         action_offset: where a zero action puts the joints: "default" (the default pose:
             target = default pose + scale x action, BeyondMimic's convention, docs/task.md
             section 6) or "reference" (residual actions: target = the reference joint
@@ -349,6 +351,7 @@ class TrackingEnvCfg:
     terminations: dict[str, TerminationTermCfg] = field(default_factory=default_terminations)
     state_estimation: bool = True
     obs_noise: bool = True
+    policy_obs_noise: dict[str, float] = field(default_factory=dict)
     action_offset: str = "default"
     reset: ResetCfg = field(default_factory=ResetCfg)
     events: dict[str, EventTermCfg] = field(default_factory=default_events)
@@ -380,11 +383,24 @@ class TrackingEnvCfg:
                 "TrackingEnvCfg.action_offset must be 'default' or 'reference', got "
                 f"{self.action_offset!r}"
             )
+        self._check_policy_obs_noise()
         for name in ("state_estimation", "obs_noise"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(
                     f"TrackingEnvCfg.{name} must be a bool, got {getattr(self, name)!r}"
                 )
+
+    def _check_policy_obs_noise(self) -> None:
+        where = "TrackingEnvCfg.policy_obs_noise"
+        if not isinstance(self.policy_obs_noise, dict):
+            raise ValueError(f"{where} must be a dict of term name -> half-width, got "
+                             f"{self.policy_obs_noise!r}")  # fmt: skip
+        terms = policy_terms(self.state_estimation, self.robot)
+        for name, width in self.policy_obs_noise.items():
+            if name not in terms:
+                raise ValueError(f"{where}: the policy observation has no term {name!r}; it "
+                                 f"has {sorted(terms)}")  # fmt: skip
+            cv.real(f"{where}[{name!r}]", width, low=0.0)
 
     @classmethod
     def for_robot(cls, robot: RobotSpec, **overrides: Any) -> TrackingEnvCfg:
@@ -422,7 +438,10 @@ class TrackingEnvCfg:
     def observation_groups(self) -> dict[str, dict[str, ObsTermCfg]]:
         """The "policy" and "critic" observation groups."""
         return {
-            "policy": policy_terms(self.state_estimation, self.robot),
+            "policy": {
+                name: replace(term, noise=self.policy_obs_noise.get(name, term.noise))
+                for name, term in policy_terms(self.state_estimation, self.robot).items()
+            },
             "critic": critic_terms(self.robot),
         }
 

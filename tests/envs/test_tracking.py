@@ -432,3 +432,27 @@ def test_cpu_ids_give_the_process_its_cpus_back_on_close():
         assert os.sched_getaffinity(0) == before
     finally:
         os.sched_setaffinity(0, before)
+
+
+def test_policy_obs_noise_sets_the_half_width_of_a_terms_training_noise():
+    """The override is the noise the policy observation gets: anchor_pos within +-0.01 m of
+    the noise-free value (the task's 0.25 m otherwise), other terms at the task's widths."""
+    groups = TrackingEnvCfg().observation_groups()["policy"]
+    start = dict(zip(groups, np.cumsum([0] + [t.dim for t in groups.values()])[:-1], strict=True))
+    pos = slice(start["anchor_pos"], start["anchor_pos"] + 3)
+    vel = slice(start["joint_vel"], start["joint_vel"] + groups["joint_vel"].dim)
+    quiet = replace(eval_cfg(), obs_noise=False)
+    noisy = replace(quiet, obs_noise=True, policy_obs_noise={"anchor_pos": 0.01})
+    env, probe = make(64, cfg=noisy), make(64, cfg=quiet)
+    obs, _ = env.reset(seed=5)
+    clean, _ = probe.reset(seed=5)
+    for o, c in ((obs, clean), (env.step(zeros(env))[0], probe.step(zeros(probe))[0])):
+        d_pos, d_vel = np.abs(o[:, pos] - c[:, pos]), np.abs(o[:, vel] - c[:, vel])
+        assert 0.005 < d_pos.max() <= 0.01 + 1e-6
+        assert 0.25 < d_vel.max() <= 0.5 + 1e-5
+    env.close()
+    probe.close()
+    with pytest.raises(ValueError, match=r"no term 'anchor'.*'anchor_pos'"):
+        TrackingEnvCfg(policy_obs_noise={"anchor": 0.05})
+    with pytest.raises(ValueError, match=r"policy_obs_noise\['anchor_pos'\].*>= 0"):
+        TrackingEnvCfg(policy_obs_noise={"anchor_pos": -0.1})
