@@ -100,7 +100,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--no-state-estimation", action="store_true", help="154-value policy observation"
     )
     task.add_argument(
-        "--obs-noise", nargs="*", default=[], metavar="TERM=HALF_WIDTH",
+        "--obs-noise", nargs="*", default=[], metavar="TERM=HALF_WIDTH", dest="policy_obs_noise",
         help="training noise of policy observation terms in place of the task's (uniform "
         "half-widths in the term's units, e.g. anchor_pos=0.05 m; the task's: anchor_pos 0.25, "
         "anchor_ori 0.05, base_lin_vel 0.5, base_ang_vel 0.2, joint_pos 0.01, joint_vel 0.5)",
@@ -215,7 +215,10 @@ def run_config(args: argparse.Namespace):
         ValueError: ``--num-threads`` with ``--backend mjwarp`` (the message says what to do),
             ``--envs-per-sampler`` without ``--samplers``,
             ``--anchor-horizontal-termination-from[-episode-s]`` without
-            ``--anchor-horizontal-termination`` or both of them, or a setting out of range.
+            ``--anchor-horizontal-termination`` or both of them, ``--obs-noise`` naming a term
+            that is not in the policy observation (``anchor_pos`` and ``base_lin_vel`` with
+            ``--no-state-estimation``), or a setting out of range.
+        SystemExit: a ``--ppo``, ``--sac`` or ``--obs-noise`` item without ``=``.
     """
     from gym_motion.training.config import RunConfig, train_env_cfg
 
@@ -244,6 +247,13 @@ def run_config(args: argparse.Namespace):
         termination_from["anchor_horizontal"] = from_steps
     if from_episode_s is not None:
         termination_from_episode_s["anchor_horizontal"] = from_episode_s
+    policy_obs_noise = parse_overrides(args.policy_obs_noise, "--obs-noise")
+    left_out = {"anchor_pos", "base_lin_vel"} & set(policy_obs_noise)
+    if args.no_state_estimation and left_out:
+        raise ValueError(
+            f"--obs-noise {', '.join(sorted(left_out))}: --no-state-estimation leaves these "
+            "terms out of the policy observation"
+        )
     num_envs = args.num_envs
     if args.envs_per_sampler is not None:
         if not args.samplers:
@@ -257,7 +267,7 @@ def run_config(args: argparse.Namespace):
     threads = {"num_threads": args.num_threads} if args.num_threads else {}
     env = replace(env.updated(backend=args.backend, backend_kwargs=threads),
                   action_offset=args.action_offset,
-                  policy_obs_noise=parse_overrides(args.obs_noise, "--obs-noise"))  # fmt: skip
+                  policy_obs_noise=policy_obs_noise)  # fmt: skip
     return RunConfig(
         library=args.library,
         env=env,

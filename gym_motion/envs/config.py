@@ -328,8 +328,9 @@ class TrackingEnvCfg:
         state_estimation: False drops anchor position and base linear velocity from the
             policy observation (154 values).
         obs_noise: add the policy terms' uniform noise (training); off for evaluation.
-        policy_obs_noise: policy term name -> the half-width of its uniform noise in place of
-            the task's (`policy_terms`; e.g. ``{"anchor_pos": 0.05}``, m); empty: the task's.
+        policy_obs_noise: policy term name -> the half-width of its uniform training noise in
+            place of the task's (`policy_terms`), in the term's unit (e.g. ``{"anchor_pos":
+            0.05}``, m); empty: the task's. Not part of the task (docs/task.md section 5).
         action_offset: where a zero action puts the joints: "default" (the default pose:
             target = default pose + scale x action, BeyondMimic's convention, docs/task.md
             section 6) or "reference" (residual actions: target = the reference joint
@@ -339,8 +340,10 @@ class TrackingEnvCfg:
         reset: RSI noise. sampling: where episodes start in the motion.
 
     Raises:
-        ValueError: a field of the wrong type, or episode_length_s not a finite number of at
-            least one control step (named); the nested configs check their own fields.
+        ValueError: a field of the wrong type, episode_length_s not a finite number of at
+            least one control step, or a policy_obs_noise entry that names no policy term or
+            whose half-width is not a finite number >= 0 (named); the nested configs check
+            their own fields.
     """
 
     robot: RobotSpec = G1
@@ -383,24 +386,28 @@ class TrackingEnvCfg:
                 "TrackingEnvCfg.action_offset must be 'default' or 'reference', got "
                 f"{self.action_offset!r}"
             )
-        self._check_policy_obs_noise()
         for name in ("state_estimation", "obs_noise"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(
                     f"TrackingEnvCfg.{name} must be a bool, got {getattr(self, name)!r}"
                 )
+        self._check_policy_obs_noise()
 
     def _check_policy_obs_noise(self) -> None:
         where = "TrackingEnvCfg.policy_obs_noise"
         if not isinstance(self.policy_obs_noise, dict):
             raise ValueError(f"{where} must be a dict of term name -> half-width, got "
                              f"{self.policy_obs_noise!r}")  # fmt: skip
-        terms = policy_terms(self.state_estimation, self.robot)
+        # every term the policy group can hold: a task without state estimation keeps the
+        # overrides of its two left-out terms and applies none of them
+        terms = policy_terms(True, self.robot)
+        checked = {}
         for name, width in self.policy_obs_noise.items():
             if name not in terms:
                 raise ValueError(f"{where}: the policy observation has no term {name!r}; it "
                                  f"has {sorted(terms)}")  # fmt: skip
-            cv.real(f"{where}[{name!r}]", width, low=0.0)
+            checked[name] = cv.real(f"{where}[{name!r}]", width, low=0.0)
+        _set(self, "policy_obs_noise", checked)
 
     @classmethod
     def for_robot(cls, robot: RobotSpec, **overrides: Any) -> TrackingEnvCfg:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import replace
 
@@ -441,17 +442,25 @@ def test_policy_obs_noise_sets_the_half_width_of_a_terms_training_noise():
     start = dict(zip(groups, np.cumsum([0] + [t.dim for t in groups.values()])[:-1], strict=True))
     pos = slice(start["anchor_pos"], start["anchor_pos"] + 3)
     vel = slice(start["joint_vel"], start["joint_vel"] + groups["joint_vel"].dim)
-    quiet = replace(eval_cfg(), obs_noise=False)
+    quiet = eval_cfg()  # no noise
     noisy = replace(quiet, obs_noise=True, policy_obs_noise={"anchor_pos": 0.01})
-    env, probe = make(64, cfg=noisy), make(64, cfg=quiet)
+    env, probe, off = make(64, cfg=noisy), make(64, cfg=quiet), make(64, cfg=eval_cfg(noisy))
     obs, _ = env.reset(seed=5)
     clean, _ = probe.reset(seed=5)
+    np.testing.assert_array_equal(off.reset(seed=5)[0], clean)  # evaluation adds none of it
     for o, c in ((obs, clean), (env.step(zeros(env))[0], probe.step(zeros(probe))[0])):
         d_pos, d_vel = np.abs(o[:, pos] - c[:, pos]), np.abs(o[:, vel] - c[:, vel])
         assert 0.005 < d_pos.max() <= 0.01 + 1e-6
         assert 0.25 < d_vel.max() <= 0.5 + 1e-5
-    env.close()
-    probe.close()
+    for e in (env, probe, off):
+        e.close()
+    # a task without state estimation keeps the override and has no anchor_pos term to apply it to
+    blind = replace(noisy, state_estimation=False)
+    assert sum(t.dim for t in blind.observation_groups()["policy"].values()) == 154
+    # run folders written before the field existed load with the task's noise
+    text = json.loads(TrackingEnvCfg().to_json())
+    del text["policy_obs_noise"]
+    assert TrackingEnvCfg.from_json(json.dumps(text)).policy_obs_noise == {}
     with pytest.raises(ValueError, match=r"no term 'anchor'.*'anchor_pos'"):
         TrackingEnvCfg(policy_obs_noise={"anchor": 0.05})
     with pytest.raises(ValueError, match=r"policy_obs_noise\['anchor_pos'\].*>= 0"):

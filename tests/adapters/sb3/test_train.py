@@ -62,7 +62,7 @@ def test_train_cli_flags_and_defaults():
         "checkpoint_minutes": 5.0, "action_offset": "default", "samplers": 0,
         "envs_per_sampler": None, "ray_address": None, "anchor_horizontal_termination": None,
         "anchor_horizontal_termination_from": 0,
-        "anchor_horizontal_termination_from_episode_s": None, "obs_noise": [],
+        "anchor_horizontal_termination_from_episode_s": None, "policy_obs_noise": [],
     }  # fmt: skip
     # the observation mode follows the algorithm unless given
     for argv, mode in ((["train"], "dict"), (["train", "--algo", "sac"], "policy"),
@@ -84,6 +84,9 @@ def test_train_cli_flags_and_defaults():
     assert type(env).from_json(env.to_json()) == env
     with pytest.raises(ValueError, match="no term 'anchor_position'"):
         run_config(build_parser().parse_args(["train", "--obs-noise", "anchor_position=0.05"]))
+    blind = ["train", "--no-state-estimation", "--obs-noise", "base_lin_vel=0.1", "joint_vel=1"]
+    with pytest.raises(ValueError, match="--obs-noise base_lin_vel: --no-state-estimation"):
+        run_config(build_parser().parse_args(blind))
     with pytest.raises(SystemExit):  # argparse: "argument --anchor-horizontal-termination"
         build_parser().parse_args(["train", "--anchor-horizontal-termination", "0"])
     with pytest.raises(ValueError, match="horizontal termination distance must be > 0 m"):
