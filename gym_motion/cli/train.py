@@ -32,6 +32,7 @@ STOP_REASONS = {
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Adds ``gym-motion train`` to the CLI's subparsers (imports no RL library)."""
+    from gym_motion.envs.config import policy_terms
     from gym_motion.training.config import OBS_MODES, TRAIN_SAMPLING, RunConfig
     from gym_motion.training.libraries import LIBRARIES
     from gym_motion.training.sb3 import ALGOS, PPO_DEFAULTS, SAC_DEFAULTS
@@ -102,8 +103,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     task.add_argument(
         "--obs-noise", nargs="*", default=[], metavar="TERM=HALF_WIDTH", dest="policy_obs_noise",
         help="training noise of policy observation terms in place of the task's (uniform "
-        "half-widths in the term's units, e.g. anchor_pos=0.05 m; the task's: anchor_pos 0.25, "
-        "anchor_ori 0.05, base_lin_vel 0.5, base_ang_vel 0.2, joint_pos 0.01, joint_vel 0.5)",
+        "half-widths in the term's units, e.g. anchor_pos=0.05 m; the task's: "
+        + ", ".join(f"{n} {t.noise:g}" for n, t in policy_terms(True).items() if t.noise) + ")",
     )  # fmt: skip
     task.add_argument(
         "--action-offset", choices=("default", "reference"), default=d.env.action_offset,
@@ -220,6 +221,7 @@ def run_config(args: argparse.Namespace):
             ``--no-state-estimation``), or a setting out of range.
         SystemExit: a ``--ppo``, ``--sac`` or ``--obs-noise`` item without ``=``.
     """
+    from gym_motion.envs.config import policy_terms
     from gym_motion.training.config import RunConfig, train_env_cfg
 
     if args.backend == "mjwarp" and args.num_threads is not None:
@@ -248,7 +250,7 @@ def run_config(args: argparse.Namespace):
     if from_episode_s is not None:
         termination_from_episode_s["anchor_horizontal"] = from_episode_s
     policy_obs_noise = parse_overrides(args.policy_obs_noise, "--obs-noise")
-    left_out = {"anchor_pos", "base_lin_vel"} & set(policy_obs_noise)
+    left_out = (set(policy_terms(True)) - set(policy_terms(False))) & set(policy_obs_noise)
     if args.no_state_estimation and left_out:
         raise ValueError(
             f"--obs-noise {', '.join(sorted(left_out))}: --no-state-estimation leaves these "
