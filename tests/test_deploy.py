@@ -292,6 +292,18 @@ def test_state_estimation_terms_are_refused_by_the_no_state_estimation_env():
     np.testing.assert_array_equal(m.observation(obs)[0], want)
 
 
+def test_the_anchor_velocity_term_is_refused_by_an_env_without_it():
+    meta = PolicyMeta.from_mapping(fence_meta(), "p.onnx")
+    assert not meta.needs_anchor_velocity()
+    cfg = eval_cfg(TrackingEnvCfg(anchor_velocity_obs=True))
+    with_vel = PolicyMeta.from_mapping(fence_meta(**deploy_metadata(cfg)), "p.onnx")
+    assert with_vel.needs_anchor_velocity() and with_vel.needs_state_estimation()
+    assert with_vel.mapping(cfg).obs_dim == 166
+    with pytest.raises(ValueError, match=r"observes 'anchor_vel', which G1 does not .*"
+                       r"anchor_velocity_obs=True"):  # fmt: skip
+        with_vel.mapping(eval_cfg(), "G1")
+
+
 def test_cli_refuses_unmappable_onnx_metadata_in_one_line(tmp_path, capsys):
     src = tmp_path / "tiny.onnx"
     onnx.save(tiny_onnx(fence_meta(observation_names="command,height_scan")), str(src))

@@ -23,14 +23,16 @@ SETTINGS = {
 
 
 def task() -> TrackingEnvCfg:
-    """Not the default task: no state estimation (154-value policy observation), a heavier
+    """Not the default task: no state estimation (154 task values in the policy observation),
+    the reference anchor's velocity observed (6 more, `anchor_velocity_obs`), a heavier
     anchor-position reward, 4 s episodes, residual actions (exported with the reference
     folded into the graph, evaluated in a task with the default action offset)."""
     cfg = train_env_cfg(state_estimation=False)
     rewards = dict(cfg.rewards)
     old = rewards["anchor_pos"]
     rewards["anchor_pos"] = RewardTermCfg(old.func, 2.0 * old.weight, old.params)
-    return replace(cfg, rewards=rewards, episode_length_s=4.0, action_offset="reference")
+    return replace(cfg, rewards=rewards, episode_length_s=4.0, action_offset="reference",
+                   anchor_velocity_obs=True)
 
 
 @pytest.fixture(scope="module", params=sorted(LIBRARIES))
@@ -52,6 +54,7 @@ def test_config_json_rebuilds_the_task(run):
     assert RunFolder(out).env_cfg().to_json() == task().to_json()
     assert RunFolder(out).run_config().env.to_json() == task().to_json()
     assert not rebuilt.state_estimation and rebuilt.episode_length_s == 4.0
+    assert rebuilt.anchor_velocity_obs
 
 
 def test_eval_from_the_folder_plays_the_runs_task(run, tmp_path):
@@ -62,7 +65,8 @@ def test_eval_from_the_folder_plays_the_runs_task(run, tmp_path):
     result = json.loads(path.read_text())
     assert result["mean"] == pytest.approx(summary["after"]["mean"])
     # the default weights give another tracking reward: the run's own task was played
-    default = RunFolder(out).evaluate(cfg=TrackingEnvCfg(state_estimation=False),
+    default = RunFolder(out).evaluate(cfg=TrackingEnvCfg(state_estimation=False,
+                                                         anchor_velocity_obs=True),
                                       max_seconds=0.3)  # fmt: skip
     assert default["mean"]["episode_length"] == result["mean"]["episode_length"]
     assert default["mean"]["tracking_reward_per_step"] != pytest.approx(
@@ -84,13 +88,13 @@ def test_export_from_the_folder_then_eval_the_onnx(run, tmp_path, capsys):
     onnx = tmp_path / "run.onnx"
     assert main(["export", "--model", str(out), "-o", str(onnx)]) == 0
     printed = capsys.readouterr().out
-    assert "obs (154) -> actions (29)" in printed and "onnxruntime matches torch" in printed
+    assert "obs (160) -> actions (29)" in printed and "onnxruntime matches torch" in printed
     path = tmp_path / "onnx.json"
     argv = ["eval", "--onnx", str(onnx), "--max-seconds", "0.3", "--json", str(path)]
     assert main(argv) == 0
     result = json.loads(path.read_text())
-    # the ONNX policy reads the 154-value observation (told by its metadata) and plays the
-    # same episode as the run's policy
+    # the ONNX policy reads the 154 task values and the anchor velocity (told by its
+    # metadata) and plays the same episode as the run's policy
     assert result["mean"]["episode_length"] == summary["after"]["mean"]["episode_length"]
     assert result["mean"]["mpkpe_mm"] == pytest.approx(summary["after"]["mean"]["mpkpe_mm"],
                                                         rel=1e-4)  # fmt: skip

@@ -173,7 +173,8 @@ def policy_source(args: argparse.Namespace, command: str) -> PolicySource:
             )
         if state_estimation is None:
             state_estimation = policy.state_estimation
-        cfg = TrackingEnvCfg(state_estimation=state_estimation)
+        cfg = TrackingEnvCfg(state_estimation=state_estimation,
+                             anchor_velocity_obs=policy.anchor_velocity_obs)
         env_id = args.env_id or (
             "GymMotion/G1-Tracking-" + ("v0" if state_estimation else "NoStateEst-v0")
         )

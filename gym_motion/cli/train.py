@@ -107,6 +107,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         + ", ".join(f"{n} {t.noise:g}" for n, t in policy_terms(True).items() if t.noise) + ")",
     )  # fmt: skip
     task.add_argument(
+        "--anchor-velocity-obs", action="store_true",
+        help="the policy and critic also observe the reference anchor's linear and angular "
+        "velocity in the robot anchor frame (6 values; not a BeyondMimic term)",
+    )
+    task.add_argument(
         "--action-offset", choices=("default", "reference"), default=d.env.action_offset,
         help="where a zero action puts the joints: default (the default pose, BeyondMimic's "
         "convention) or reference (residual actions around the clip's joint positions; "
@@ -269,7 +274,8 @@ def run_config(args: argparse.Namespace):
     threads = {"num_threads": args.num_threads} if args.num_threads else {}
     env = replace(env.updated(backend=args.backend, backend_kwargs=threads),
                   action_offset=args.action_offset,
-                  policy_obs_noise=policy_obs_noise)  # fmt: skip
+                  policy_obs_noise=policy_obs_noise,
+                  anchor_velocity_obs=args.anchor_velocity_obs)  # fmt: skip
     return RunConfig(
         library=args.library,
         env=env,

@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from gym_motion.envs.config import TrackingEnvCfg, policy_terms
+from gym_motion.envs.config import ANCHOR_VELOCITY_TERM, TrackingEnvCfg, policy_terms
 from gym_motion.managers import observation as obs
 
 __all__ = [
@@ -425,6 +425,11 @@ class PolicyMeta:
                 needed.add(key)
         return any(k in needed for k in _STATE_ESTIMATION_ONLY)
 
+    def needs_anchor_velocity(self) -> bool:
+        """Whether the policy observes the reference anchor's velocity (``anchor_vel``), which
+        only an env with `TrackingEnvCfg.anchor_velocity_obs` provides."""
+        return any(_term_key(n, ANCHOR_VELOCITY_TERM) for n in self.observation_names)
+
     def mapping(self, cfg: TrackingEnvCfg, env_name: str = "the env") -> PolicyMapping:
         """How to feed this policy from an env of `cfg` and apply its actions there.
 
@@ -562,6 +567,11 @@ class PolicyMapping:
         for name in meta.observation_names:
             key = _term_key(name, env_terms)
             if key is None:
+                if _term_key(name, ANCHOR_VELOCITY_TERM) is not None:
+                    raise ValueError(
+                        f"{src}: the policy observes {name!r}, which {env_name} does not "
+                        "provide (it needs TrackingEnvCfg(anchor_velocity_obs=True))"
+                    )
                 if _term_key(name, all_terms) is not None:
                     raise ValueError(
                         f"{src}: the policy observes {name!r}, which {env_name} does not "

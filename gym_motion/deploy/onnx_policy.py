@@ -5,7 +5,8 @@
     from gym_motion.evaluate import evaluate_policy_on_clips
 
     policy = OnnxPolicy("B_Fence1.onnx")               # metadata from the file
-    cfg = TrackingEnvCfg(state_estimation=policy.state_estimation)
+    cfg = TrackingEnvCfg(state_estimation=policy.state_estimation,
+                         anchor_velocity_obs=policy.anchor_velocity_obs)
     result = evaluate_policy_on_clips(["B_Fence1.npz"], policy, cfg, playback="frame_per_step")
 
 The policy's deploy metadata (`gym_motion.deploy.metadata`; from the ONNX ``metadata_props``,
@@ -208,6 +209,13 @@ class OnnxPolicy:
         """Whether the policy needs the 160-value observation (its observation terms include
         one only state estimation gives; `PolicyMeta.needs_state_estimation`)."""
         return self.meta.needs_state_estimation()
+
+    @property
+    def anchor_velocity_obs(self) -> bool:
+        """Whether the policy observes the reference anchor's velocity
+        (`PolicyMeta.needs_anchor_velocity`): its env needs
+        ``TrackingEnvCfg(anchor_velocity_obs=True)``."""
+        return self.meta.needs_anchor_velocity()
 
     def mapping(self, cfg: TrackingEnvCfg, env_name: str = "the env") -> PolicyMapping:
         """The mapping of this policy onto an env of `cfg` (`PolicyMeta.mapping`), with its

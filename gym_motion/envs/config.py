@@ -312,6 +312,11 @@ def critic_terms(robot: RobotSpec = G1) -> dict[str, ObsTermCfg]:
     }
 
 
+ANCHOR_VELOCITY_TERM = {"anchor_vel": ObsTermCfg(obs.anchor_vel_b, 6)}
+"""The term `TrackingEnvCfg.anchor_velocity_obs` appends to both observation groups (project
+choice, docs/task.md section 5)."""
+
+
 @dataclass(frozen=True)
 class TrackingEnvCfg:
     """The whole task, its robot and its backend; a run's ``config.json`` rebuilds it
@@ -331,6 +336,10 @@ class TrackingEnvCfg:
         policy_obs_noise: policy term name -> the half-width of its uniform training noise in
             place of the task's (`policy_terms`), in the term's unit (e.g. ``{"anchor_pos":
             0.05}``, m); empty: the task's. Not part of the task (docs/task.md section 5).
+        anchor_velocity_obs: append ``anchor_vel`` (`ANCHOR_VELOCITY_TERM`: the reference
+            anchor's linear and angular velocity in the robot anchor frame, 6 values, no
+            noise) to the policy and critic observations. Not part of the task (docs/task.md
+            section 5).
         action_offset: where a zero action puts the joints: "default" (the default pose:
             target = default pose + scale x action, BeyondMimic's convention, docs/task.md
             section 6) or "reference" (residual actions: target = the reference joint
@@ -355,6 +364,7 @@ class TrackingEnvCfg:
     state_estimation: bool = True
     obs_noise: bool = True
     policy_obs_noise: dict[str, float] = field(default_factory=dict)
+    anchor_velocity_obs: bool = False
     action_offset: str = "default"
     reset: ResetCfg = field(default_factory=ResetCfg)
     events: dict[str, EventTermCfg] = field(default_factory=default_events)
@@ -386,7 +396,7 @@ class TrackingEnvCfg:
                 "TrackingEnvCfg.action_offset must be 'default' or 'reference', got "
                 f"{self.action_offset!r}"
             )
-        for name in ("state_estimation", "obs_noise"):
+        for name in ("state_estimation", "obs_noise", "anchor_velocity_obs"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(
                     f"TrackingEnvCfg.{name} must be a bool, got {getattr(self, name)!r}"
@@ -444,13 +454,17 @@ class TrackingEnvCfg:
 
     def observation_groups(self) -> dict[str, dict[str, ObsTermCfg]]:
         """The "policy" and "critic" observation groups."""
-        return {
+        groups = {
             "policy": {
                 name: replace(term, noise=self.policy_obs_noise.get(name, term.noise))
                 for name, term in policy_terms(self.state_estimation, self.robot).items()
             },
             "critic": critic_terms(self.robot),
         }
+        if self.anchor_velocity_obs:
+            for terms in groups.values():
+                terms.update(ANCHOR_VELOCITY_TERM)
+        return groups
 
     def to_json(self) -> str:
         """This config as JSON (functions by import path, the robot by name and MJCF)."""

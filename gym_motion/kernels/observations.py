@@ -58,6 +58,25 @@ def vec_in_frame(frame_quat_w, vec_w, out):
 
 
 @row_kernel
+def twist_in_frame(frame_quat_w, lin_vel_w, ang_vel_w, out):
+    """A twist in a frame: ``out[i] = (R_i^T lin_vel_w[i], R_i^T ang_vel_w[i])``.
+
+    Args:
+        frame_quat_w: (N, 4) float32, wxyz. lin_vel_w, ang_vel_w: (N, 3) float32, world
+            frame, m/s and rad/s.
+        out: (N, 6) float32, written.
+    """
+    for i in prange(out.shape[0]):
+        q = frame_quat_w[i]
+        v = lin_vel_w[i]
+        out[i, 0], out[i, 1], out[i, 2] = quat_rotate_inverse(q[0], q[1], q[2], q[3], v[0], v[1],
+                                                              v[2])  # fmt: skip
+        v = ang_vel_w[i]
+        out[i, 3], out[i, 4], out[i, 5] = quat_rotate_inverse(q[0], q[1], q[2], q[3], v[0], v[1],
+                                                              v[2])  # fmt: skip
+
+
+@row_kernel
 def ori_in_frame_6d(frame_quat_w, quat_w, out):
     """Orientations in a frame as the first two columns of R(q_frame^-1 q), row-major.
 

@@ -50,6 +50,16 @@ def anchor_ori_b(s: MDPState, out: np.ndarray) -> Callable[[], None]:
 
 
 @bound_term
+def anchor_vel_b(s: MDPState, out: np.ndarray) -> Callable[[], None]:
+    """Reference anchor linear (m/s) then angular (rad/s) velocity in the robot anchor frame
+    (6): the clip's speed and turn rate, which the anchor position error alone does not give
+    a memoryless policy. Not a BeyondMimic term (docs/task.md section 5)."""
+    a, r = s.anchor, s.robot
+    return partial(k.twist_in_frame, r.quat_w[:, a], s.ref.lin_vel_w[:, a], s.ref.ang_vel_w[:, a],
+                   out)  # fmt: skip
+
+
+@bound_term
 def base_lin_vel(s: MDPState, out: np.ndarray) -> Callable[[], None]:
     """Root linear velocity in the root frame (3), m/s."""
     r, b = s.robot, s.root

@@ -465,3 +465,39 @@ def test_policy_obs_noise_sets_the_half_width_of_a_terms_training_noise():
         TrackingEnvCfg(policy_obs_noise={"anchor": 0.05})
     with pytest.raises(ValueError, match=r"policy_obs_noise\['anchor_pos'\].*>= 0"):
         TrackingEnvCfg(policy_obs_noise={"anchor_pos": -0.1})
+
+
+def test_anchor_velocity_obs_appends_the_reference_anchor_twist_to_both_groups():
+    """``anchor_velocity_obs``: 6 more values at the end of the policy and critic groups, the
+    reference anchor's linear and angular velocity rotated into the robot anchor frame; the
+    task's 160 and 286 values before them are unchanged."""
+    cfg = replace(eval_cfg(), anchor_velocity_obs=True)
+    env, plain = make(8, cfg=cfg, obs_mode="dict"), make(8, cfg=eval_cfg(), obs_mode="dict")
+    obs, _ = env.reset(seed=3)
+    base, _ = plain.reset(seed=3)
+    for step in range(3):
+        for group, width in (("policy", 160), ("critic", 286)):
+            assert obs[group].shape == (8, width + 6)
+            np.testing.assert_array_equal(obs[group][:, :width], base[group])
+        s, a = env.state, env.state.anchor
+        q = s.robot.quat_w[:, a].astype(np.float64)
+        for cols, v in ((slice(-6, -3), s.ref.lin_vel_w), (slice(-3, None), s.ref.ang_vel_w)):
+            v = v[:, a].astype(np.float64)  # R(q)^T v, as q* v q
+            u = -q[:, 1:]
+            t = 2.0 * np.cross(u, v)
+            expected = v + q[:, :1] * t + np.cross(u, t)
+            for group in ("policy", "critic"):
+                np.testing.assert_allclose(obs[group][:, cols], expected, atol=1e-5)
+        if step == 2:  # mid-clip the reference moves: not a zero term
+            assert np.abs(obs["policy"][:, -6:-3]).max() > 0.05
+        if step == 1:
+            env.command.frames[:] = plain.command.frames[:] = 90  # the squat: 0.17 m/s
+        obs, base = env.step(zeros(env))[0], plain.step(zeros(plain))[0]
+    env.close()
+    plain.close()
+    # run folders written before the field existed load without the term
+    text = json.loads(TrackingEnvCfg().to_json())
+    del text["anchor_velocity_obs"]
+    assert TrackingEnvCfg.from_json(json.dumps(text)).anchor_velocity_obs is False
+    with pytest.raises(ValueError, match="anchor_velocity_obs must be a bool"):
+        TrackingEnvCfg(anchor_velocity_obs=1)

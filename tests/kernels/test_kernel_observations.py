@@ -69,6 +69,23 @@ def test_vec_in_frame_matches_oracle_and_writes_only_its_column_slice(n, nb):
 
 
 @pytest.mark.parametrize("n", SIZES)
+def test_twist_in_frame_matches_oracle_and_writes_only_its_column_slice(n):
+    """The reference anchor's velocity term: the linear then the angular velocity, each the
+    oracle's `vec_in_frame`, read from non-contiguous (N, 3) body slices as the term does."""
+    rng = rng_for(n, 51)
+    _, frame_quat, lin, ang = _frame_and_bodies(rng, n, N_BODIES)
+    ang = f32(rng.uniform(-5.0, 5.0, (n, N_BODIES, 3)))
+    buf, before = _buffer(rng, n)
+    lo, hi = 160, 166
+    call_unmutated(k.twist_in_frame, frame_quat[:, ANCHOR], lin[:, ANCHOR], ang[:, ANCHOR],
+                   buf[:, lo:hi])  # fmt: skip
+    _assert_only_slice_written(buf, before, lo, hi)
+    expected = np.concatenate([o.vec_in_frame(frame_quat[:, ANCHOR], v[:, ANCHOR : ANCHOR + 1])
+                               for v in (lin, ang)], axis=1)  # fmt: skip
+    assert_allclose(buf[:, lo:hi], expected, rtol=2e-6, atol=2e-7 * 8)
+
+
+@pytest.mark.parametrize("n", SIZES)
 @pytest.mark.parametrize("nb", [1, N_BODIES])
 def test_ori_in_frame_6d_matches_oracle_ignores_sign_and_writes_only_its_column_slice(n, nb):
     rng = rng_for(n, 61 + nb)

@@ -63,6 +63,7 @@ def test_train_cli_flags_and_defaults():
         "envs_per_sampler": None, "ray_address": None, "anchor_horizontal_termination": None,
         "anchor_horizontal_termination_from": 0,
         "anchor_horizontal_termination_from_episode_s": None, "policy_obs_noise": [],
+        "anchor_velocity_obs": False,
     }  # fmt: skip
     # the observation mode follows the algorithm unless given
     for argv, mode in ((["train"], "dict"), (["train", "--algo", "sac"], "policy"),
@@ -81,6 +82,9 @@ def test_train_cli_flags_and_defaults():
     env = run_config(build_parser().parse_args(["train", "--obs-noise", "anchor_pos=0.05"])).env
     assert env.policy_obs_noise == {"anchor_pos": 0.05}
     assert env.observation_groups()["policy"]["anchor_pos"].noise == 0.05
+    assert type(env).from_json(env.to_json()) == env
+    env = run_config(build_parser().parse_args(["train", "--anchor-velocity-obs"])).env
+    assert env.anchor_velocity_obs and "anchor_vel" in env.observation_groups()["critic"]
     assert type(env).from_json(env.to_json()) == env
     with pytest.raises(ValueError, match="no term 'anchor_position'"):
         run_config(build_parser().parse_args(["train", "--obs-noise", "anchor_position=0.05"]))
