@@ -35,7 +35,9 @@ def load(args: argparse.Namespace):
     from gym_motion.deploy import SHIPPED_POLICIES, OnnxPolicy
 
     policy = OnnxPolicy(SHIPPED_POLICIES.get(args.policy, args.policy))
-    return policy, TrackingEnvCfg(state_estimation=policy.state_estimation), "policy"
+    cfg = TrackingEnvCfg(state_estimation=policy.state_estimation,
+                         anchor_velocity_obs=policy.anchor_velocity_obs)
+    return policy, cfg, "policy"
 
 
 def positive(text: str) -> float:

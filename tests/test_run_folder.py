@@ -72,6 +72,9 @@ def test_eval_from_the_folder_plays_the_runs_task(run, tmp_path):
     assert default["mean"]["tracking_reward_per_step"] != pytest.approx(
         result["mean"]["tracking_reward_per_step"], rel=1e-6
     )
+    # a task without the run's anchor velocity term is refused before any shape error
+    with pytest.raises(ValueError, match=r"anchor_velocity_obs=True \(160-value policy obs"):
+        RunFolder(out).evaluate(cfg=TrackingEnvCfg(state_estimation=False), max_seconds=0.1)
 
 
 def test_render_from_the_folder(run, gl, tmp_path, capsys):
@@ -89,6 +92,10 @@ def test_export_from_the_folder_then_eval_the_onnx(run, tmp_path, capsys):
     assert main(["export", "--model", str(out), "-o", str(onnx)]) == 0
     printed = capsys.readouterr().out
     assert "obs (160) -> actions (29)" in printed and "onnxruntime matches torch" in printed
+    from gym_motion.deploy import OnnxPolicy
+
+    names = OnnxPolicy(onnx).meta.observation_names
+    assert names[-1] == "anchor_vel" and "motion_anchor_pos_b" not in names
     path = tmp_path / "onnx.json"
     argv = ["eval", "--onnx", str(onnx), "--max-seconds", "0.3", "--json", str(path)]
     assert main(argv) == 0

@@ -177,7 +177,7 @@ def policy_source(args: argparse.Namespace, command: str) -> PolicySource:
                              anchor_velocity_obs=policy.anchor_velocity_obs)
         env_id = args.env_id or (
             "GymMotion/G1-Tracking-" + ("v0" if state_estimation else "NoStateEst-v0")
-        )
+        ) + (" with anchor_vel" if cfg.anchor_velocity_obs else "")
         mapping = policy.mapping(cfg, env_id)  # checked before any env is built
         if command == "eval":
             print(f"{args.onnx} in {env_id}: {mapping.describe()}")

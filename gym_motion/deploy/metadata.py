@@ -415,7 +415,7 @@ class PolicyMeta:
     def needs_state_estimation(self, cfg: TrackingEnvCfg | None = None) -> bool:
         """Whether the policy observes a term only a state-estimating robot has (the anchor
         position or the base linear velocity): it then needs the 160-value env, else the
-        154-value one serves."""
+        154-value one serves (each 6 values more with `needs_anchor_velocity`)."""
         cfg = cfg or TrackingEnvCfg()
         terms = policy_terms(True, cfg.robot)
         needed = set()

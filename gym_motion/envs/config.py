@@ -337,8 +337,9 @@ class TrackingEnvCfg:
             place of the task's (`policy_terms`), in the term's unit (e.g. ``{"anchor_pos":
             0.05}``, m); empty: the task's. Not part of the task (docs/task.md section 5).
         anchor_velocity_obs: append ``anchor_vel`` (`ANCHOR_VELOCITY_TERM`: the reference
-            anchor's linear and angular velocity in the robot anchor frame, 6 values, no
-            noise) to the policy and critic observations. Not part of the task (docs/task.md
+            anchor's linear velocity, m/s, then angular velocity, rad/s, in the robot anchor
+            frame, 6 values, no noise unless `policy_obs_noise` gives it some) to the policy
+            and critic observations (166 and 292 values). Not part of the task (docs/task.md
             section 5).
         action_offset: where a zero action puts the joints: "default" (the default pose:
             target = default pose + scale x action, BeyondMimic's convention, docs/task.md
@@ -408,9 +409,9 @@ class TrackingEnvCfg:
         if not isinstance(self.policy_obs_noise, dict):
             raise ValueError(f"{where} must be a dict of term name -> half-width, got "
                              f"{self.policy_obs_noise!r}")  # fmt: skip
-        # every term the policy group can hold: a task without state estimation keeps the
-        # overrides of its two left-out terms and applies none of them
-        terms = policy_terms(True, self.robot)
+        # every term the policy group can hold: a task without state estimation (or without
+        # anchor_velocity_obs) keeps the overrides of its left-out terms and applies none of them
+        terms = policy_terms(True, self.robot) | ANCHOR_VELOCITY_TERM
         checked = {}
         for name, width in self.policy_obs_noise.items():
             if name not in terms:
@@ -453,18 +454,18 @@ class TrackingEnvCfg:
         return cfg
 
     def observation_groups(self) -> dict[str, dict[str, ObsTermCfg]]:
-        """The "policy" and "critic" observation groups."""
-        groups = {
+        """The "policy" and "critic" observation groups: the task's (`policy_terms`,
+        `critic_terms`), the policy's noise overridden by `policy_obs_noise`, and with
+        `anchor_velocity_obs` the `ANCHOR_VELOCITY_TERM` appended to both."""
+        extra = ANCHOR_VELOCITY_TERM if self.anchor_velocity_obs else {}
+        policy = policy_terms(self.state_estimation, self.robot) | extra
+        return {
             "policy": {
                 name: replace(term, noise=self.policy_obs_noise.get(name, term.noise))
-                for name, term in policy_terms(self.state_estimation, self.robot).items()
+                for name, term in policy.items()
             },
-            "critic": critic_terms(self.robot),
+            "critic": critic_terms(self.robot) | extra,
         }
-        if self.anchor_velocity_obs:
-            for terms in groups.values():
-                terms.update(ANCHOR_VELOCITY_TERM)
-        return groups
 
     def to_json(self) -> str:
         """This config as JSON (functions by import path, the robot by name and MJCF)."""

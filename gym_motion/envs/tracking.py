@@ -43,8 +43,9 @@ class TrackingVecEnv(
 ):
     """N robots (the G1 by default) tracking reference motion clips, stepped as one batch.
 
-    Observation: ``Box(160,)`` float32 policy observation (154 without state estimation), or
-    with ``obs_mode="dict"`` a Dict of "policy" and "critic" (286) groups. Action:
+    Observation: ``Box(160,)`` float32 policy observation (154 without state estimation; 6
+    more in both groups with ``cfg.anchor_velocity_obs``), or with ``obs_mode="dict"`` a Dict
+    of "policy" and "critic" (286) groups. Action:
     ``Box(-10, 10, (J,), float32)`` (`ACTION_BOUND`, or ``action_bound``; not clipped), joint
     position offsets scaled by the robot's action scale around its default pose (docs/task.md
     section 6).

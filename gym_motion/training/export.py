@@ -5,11 +5,12 @@
 
 The library that trained the run gives the graph (`gym_motion.training.RunFolder.actor_module`):
 the deterministic actor with the observation normalisation folded in, a torch module from the
-policy observation ``obs`` (B, D) float32 (160 values, 154 without state estimation; the
-"policy" group an asymmetric actor reads) to ``actions`` (B, J) float32 in the robot's joint
-order, in BeyondMimic's convention (target = default pose + action scale x actions): a run with
-residual actions (``action_offset="reference"``) has the reference joint positions of its
-observation folded into the graph. B is dynamic.
+policy observation ``obs`` (B, D) float32 (160 values, 154 without state estimation, 6
+more with ``anchor_velocity_obs``; the "policy" group an asymmetric actor reads) to
+``actions`` (B, J) float32 in the robot's joint order, in BeyondMimic's convention (target =
+default pose + action scale x actions): a run with residual actions
+(``action_offset="reference"``) has the reference joint positions of its observation folded
+into the graph. B is dynamic.
 
 The ONNX ``metadata_props`` hold the deploy metadata that deployment stacks for BeyondMimic
 policies read (`gym_motion.deploy.deploy_metadata`: joint names, stiffness, damping,

@@ -210,14 +210,16 @@ class RunFolder:
         has_config = bool(self.config())
         if has_config:
             trained = self.env_cfg()
-            se = trained.state_estimation
-            if policy == "model" and cfg is not None and cfg.state_estimation != se:
-                raise ValueError(
-                    f"the run {self.path} was trained with state_estimation={se} "
-                    f"({160 if se else 154}-value policy observation) but "
-                    f"state_estimation={cfg.state_estimation} was asked (e.g. by --env-id); "
-                    "leave it out to use the run's"
-                )
+            if policy == "model" and cfg is not None:
+                for key in ("state_estimation", "anchor_velocity_obs"):
+                    own, asked = getattr(trained, key), getattr(cfg, key)
+                    if own != asked:
+                        size = sum(t.dim for t in trained.observation_groups()["policy"].values())
+                        raise ValueError(
+                            f"the run {self.path} was trained with {key}={own} ({size}-value "
+                            f"policy observation) but {key}={asked} was asked (e.g. by "
+                            "--env-id); leave it out to use the run's"
+                        )
             cfg = cfg or trained
         clips = list(clips or self.motions())
         if not clips:

@@ -14,6 +14,7 @@ from gymnasium.vector import AutoresetMode
 import gym_motion  # noqa: F401  (registers the ids)
 from gym_motion.backends.threads import available_cpus
 from gym_motion.envs import TrackingEnvCfg, TrackingVecEnv, eval_cfg
+from gym_motion.kernels import observations as k_obs
 from gym_motion.kernels.metrics import TRACKING_ERRORS
 from gym_motion.managers import events
 from gym_motion.robots import g1
@@ -471,8 +472,10 @@ def test_anchor_velocity_obs_appends_the_reference_anchor_twist_to_both_groups()
     """``anchor_velocity_obs``: 6 more values at the end of the policy and critic groups, the
     reference anchor's linear and angular velocity rotated into the robot anchor frame; the
     task's 160 and 286 values before them are unchanged."""
-    cfg = replace(eval_cfg(), anchor_velocity_obs=True)
-    env, plain = make(8, cfg=cfg, obs_mode="dict"), make(8, cfg=eval_cfg(), obs_mode="dict")
+    # the task's reset noise: the robot anchor is turned away from the reference's
+    quiet = replace(eval_cfg(), reset=TrackingEnvCfg().reset)
+    cfg = replace(quiet, anchor_velocity_obs=True)
+    env, plain = make(8, cfg=cfg, obs_mode="dict"), make(8, cfg=quiet, obs_mode="dict")
     obs, _ = env.reset(seed=3)
     base, _ = plain.reset(seed=3)
     for step in range(3):
@@ -490,6 +493,12 @@ def test_anchor_velocity_obs_appends_the_reference_anchor_twist_to_both_groups()
                 np.testing.assert_allclose(obs[group][:, cols], expected, atol=1e-5)
         if step == 2:  # mid-clip the reference moves: not a zero term
             assert np.abs(obs["policy"][:, -6:-3]).max() > 0.05
+            # the robot anchor's frame, not the reference anchor's nor the root's
+            v = s.ref.lin_vel_w[:, a : a + 1]
+            for other in (s.ref.quat_w[:, a], s.robot.quat_w[:, s.root]):
+                wrong = np.zeros((8, 3), np.float32)
+                k_obs.vec_in_frame(other, v, wrong)
+                assert np.abs(wrong - obs["policy"][:, -6:-3]).max() > 1e-3
         if step == 1:
             env.command.frames[:] = plain.command.frames[:] = 90  # the squat: 0.17 m/s
         obs, base = env.step(zeros(env))[0], plain.step(zeros(plain))[0]
@@ -501,3 +510,7 @@ def test_anchor_velocity_obs_appends_the_reference_anchor_twist_to_both_groups()
     assert TrackingEnvCfg.from_json(json.dumps(text)).anchor_velocity_obs is False
     with pytest.raises(ValueError, match="anchor_velocity_obs must be a bool"):
         TrackingEnvCfg(anchor_velocity_obs=1)
+    # its training noise can be set like any policy term's
+    noisy = TrackingEnvCfg(anchor_velocity_obs=True, policy_obs_noise={"anchor_vel": 0.1})
+    assert noisy.observation_groups()["policy"]["anchor_vel"].noise == 0.1
+    assert noisy.observation_groups()["critic"]["anchor_vel"].noise == 0.0

@@ -73,7 +73,7 @@ def test_twist_in_frame_matches_oracle_and_writes_only_its_column_slice(n):
     """The reference anchor's velocity term: the linear then the angular velocity, each the
     oracle's `vec_in_frame`, read from non-contiguous (N, 3) body slices as the term does."""
     rng = rng_for(n, 51)
-    _, frame_quat, lin, ang = _frame_and_bodies(rng, n, N_BODIES)
+    _, frame_quat, lin, _ = _frame_and_bodies(rng, n, N_BODIES)
     ang = f32(rng.uniform(-5.0, 5.0, (n, N_BODIES, 3)))
     buf, before = _buffer(rng, n)
     lo, hi = 160, 166
