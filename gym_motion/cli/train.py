@@ -223,7 +223,8 @@ def run_config(args: argparse.Namespace):
             ``--anchor-horizontal-termination-from[-episode-s]`` without
             ``--anchor-horizontal-termination`` or both of them, ``--obs-noise`` naming a term
             that is not in the policy observation (``anchor_pos`` and ``base_lin_vel`` with
-            ``--no-state-estimation``), or a setting out of range.
+            ``--no-state-estimation``, ``anchor_vel`` without ``--anchor-velocity-obs``), or a
+            setting out of range.
         SystemExit: a ``--ppo``, ``--sac`` or ``--obs-noise`` item without ``=``.
     """
     from gym_motion.envs.config import policy_terms
@@ -261,6 +262,9 @@ def run_config(args: argparse.Namespace):
             f"--obs-noise {', '.join(sorted(left_out))}: --no-state-estimation leaves these "
             "terms out of the policy observation"
         )
+    if "anchor_vel" in policy_obs_noise and not args.anchor_velocity_obs:
+        raise ValueError("--obs-noise anchor_vel: the policy observes that term only with "
+                         "--anchor-velocity-obs")  # fmt: skip
     num_envs = args.num_envs
     if args.envs_per_sampler is not None:
         if not args.samplers:
