@@ -83,13 +83,13 @@ def test_train_cli_flags_and_defaults():
     assert env.policy_obs_noise == {"anchor_pos": 0.05}
     assert env.observation_groups()["policy"]["anchor_pos"].noise == 0.05
     assert type(env).from_json(env.to_json()) == env
-    argv = ["train", "--anchor-velocity-obs", "--obs-noise", "anchor_vel=0.1"]
-    env = run_config(build_parser().parse_args(argv)).env
+    vel = ["train", "--anchor-velocity-obs", "--obs-noise", "anchor_vel=0.1"]
+    env = run_config(build_parser().parse_args(vel)).env
     assert env.anchor_velocity_obs and "anchor_vel" in env.observation_groups()["critic"]
     assert env.observation_groups()["policy"]["anchor_vel"].noise == 0.1
     assert type(env).from_json(env.to_json()) == env
     with pytest.raises(ValueError, match="anchor_vel: the policy observes that term only with"):
-        run_config(build_parser().parse_args(argv[:1] + argv[2:]))
+        run_config(build_parser().parse_args(vel[:1] + vel[2:]))
     with pytest.raises(ValueError, match="no term 'anchor_position'"):
         run_config(build_parser().parse_args(["train", "--obs-noise", "anchor_position=0.05"]))
     blind = ["train", "--no-state-estimation", "--obs-noise", "base_lin_vel=0.1", "joint_vel=1"]
