@@ -21,7 +21,6 @@ from dataclasses import replace
 
 import numpy as np
 
-from gym_motion.envs import TrackingEnvCfg
 from gym_motion.evaluate import anchor_trace
 
 
@@ -35,9 +34,7 @@ def load(args: argparse.Namespace):
     from gym_motion.deploy import SHIPPED_POLICIES, OnnxPolicy
 
     policy = OnnxPolicy(SHIPPED_POLICIES.get(args.policy, args.policy))
-    cfg = TrackingEnvCfg(state_estimation=policy.state_estimation,
-                         anchor_velocity_obs=policy.anchor_velocity_obs)
-    return policy, cfg, "policy"
+    return policy, policy.env_cfg(), "policy"
 
 
 def positive(text: str) -> float:

@@ -94,8 +94,10 @@ def test_export_from_the_folder_then_eval_the_onnx(run, tmp_path, capsys):
     assert "obs (160) -> actions (29)" in printed and "onnxruntime matches torch" in printed
     from gym_motion.deploy import OnnxPolicy
 
-    names = OnnxPolicy(onnx).meta.observation_names
+    policy = OnnxPolicy(onnx)
+    names = policy.meta.observation_names
     assert names[-1] == "anchor_vel" and "motion_anchor_pos_b" not in names
+    assert not policy.env_cfg().state_estimation and policy.env_cfg().anchor_velocity_obs
     path = tmp_path / "onnx.json"
     argv = ["eval", "--onnx", str(onnx), "--max-seconds", "0.3", "--json", str(path)]
     assert main(argv) == 0

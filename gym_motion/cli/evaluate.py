@@ -171,12 +171,9 @@ def policy_source(args: argparse.Namespace, command: str) -> PolicySource:
                 "metadata's motion_files), not the embedded default motion; pass --motion "
                 "with that clip"
             )
-        if state_estimation is None:
-            state_estimation = policy.state_estimation
-        cfg = TrackingEnvCfg(state_estimation=state_estimation,
-                             anchor_velocity_obs=policy.anchor_velocity_obs)
+        cfg = policy.env_cfg(state_estimation)
         env_id = args.env_id or (
-            "GymMotion/G1-Tracking-" + ("v0" if state_estimation else "NoStateEst-v0")
+            "GymMotion/G1-Tracking-" + ("v0" if cfg.state_estimation else "NoStateEst-v0")
         ) + (" with anchor_vel" if cfg.anchor_velocity_obs else "")
         mapping = policy.mapping(cfg, env_id)  # checked before any env is built
         if command == "eval":

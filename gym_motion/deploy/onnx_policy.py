@@ -1,12 +1,10 @@
 """An ONNX tracking policy run with onnxruntime inside a gym_motion env, whatever trained it.
 
     from gym_motion.deploy import OnnxPolicy
-    from gym_motion.envs import TrackingEnvCfg
     from gym_motion.evaluate import evaluate_policy_on_clips
 
     policy = OnnxPolicy("B_Fence1.onnx")               # metadata from the file
-    cfg = TrackingEnvCfg(state_estimation=policy.state_estimation,
-                         anchor_velocity_obs=policy.anchor_velocity_obs)
+    cfg = policy.env_cfg()                             # the observation it reads
     result = evaluate_policy_on_clips(["B_Fence1.npz"], policy, cfg, playback="frame_per_step")
 
 The policy's deploy metadata (`gym_motion.deploy.metadata`; from the ONNX ``metadata_props``,
@@ -40,9 +38,9 @@ import numpy as np
 
 from gym_motion.backends.threads import available_cpus
 from gym_motion.deploy.metadata import PolicyMapping, PolicyMeta, read_meta_file
+from gym_motion.envs.config import TrackingEnvCfg
 
 if TYPE_CHECKING:
-    from gym_motion.envs.config import TrackingEnvCfg
     from gym_motion.envs.tracking import TrackingVecEnv
     from gym_motion.policy import Obs, Policy
 
@@ -210,12 +208,15 @@ class OnnxPolicy:
         one only state estimation gives; `PolicyMeta.needs_state_estimation`)."""
         return self.meta.needs_state_estimation()
 
-    @property
-    def anchor_velocity_obs(self) -> bool:
-        """Whether the policy observes the reference anchor's velocity
-        (`PolicyMeta.needs_anchor_velocity`): its env needs
-        ``TrackingEnvCfg(anchor_velocity_obs=True)``."""
-        return self.meta.needs_anchor_velocity()
+    def env_cfg(self, state_estimation: bool | None = None) -> TrackingEnvCfg:
+        """The default task with the observation this policy reads: the 160-value policy
+        observation if it observes a term only state estimation gives (`state_estimation`),
+        else the 154-value one, unless `state_estimation` says which; ``anchor_vel`` appended
+        when it observes the reference anchor's velocity (`PolicyMeta.needs_anchor_velocity`)."""
+        if state_estimation is None:
+            state_estimation = self.state_estimation
+        return TrackingEnvCfg(state_estimation=state_estimation,
+                              anchor_velocity_obs=self.meta.needs_anchor_velocity())  # fmt: skip
 
     def mapping(self, cfg: TrackingEnvCfg, env_name: str = "the env") -> PolicyMapping:
         """The mapping of this policy onto an env of `cfg` (`PolicyMeta.mapping`), with its

@@ -14,7 +14,6 @@ from gymnasium.vector import AutoresetMode
 import gym_motion  # noqa: F401  (registers the ids)
 from gym_motion.backends.threads import available_cpus
 from gym_motion.envs import TrackingEnvCfg, TrackingVecEnv, eval_cfg
-from gym_motion.kernels import observations as k_obs
 from gym_motion.kernels.metrics import TRACKING_ERRORS
 from gym_motion.managers import events
 from gym_motion.robots import g1
@@ -42,16 +41,21 @@ def zeros(env) -> np.ndarray:
     return np.zeros((env.num_envs, g1.NUM_JOINTS), np.float32)
 
 
+def rotate_inverse(q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """(N, 3) float64 ``R(q)^T v`` (``q* v q``) of (N, 4) wxyz quaternions and (N, 3) vectors."""
+    q, v = np.asarray(q, np.float64), np.asarray(v, np.float64)
+    u = -q[:, 1:]
+    t = 2.0 * np.cross(u, v)
+    return v + q[:, :1] * t + np.cross(u, t)
+
+
 def reference_qpos_qvel(env: TrackingVecEnv, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """MuJoCo qpos/qvel of library frames `rows` (the clip's own root and joint state), in the
     env model's columns."""
     lib = env.library
     root = lib.body_names.index(g1.ROOT_BODY)
     quat = lib.body_quat_w[rows, root].astype(np.float64)
-    w = lib.body_ang_vel_w[rows, root].astype(np.float64)
-    u = -quat[:, 1:]
-    t = 2.0 * np.cross(u, w)
-    ang_local = w + quat[:, :1] * t + np.cross(u, t)
+    ang_local = rotate_inverse(quat, lib.body_ang_vel_w[rows, root])
     qpos = np.concatenate([lib.body_pos_w[rows, root], quat, lib.joint_pos[rows]], axis=1)
     qvel = np.concatenate([lib.body_lin_vel_w[rows, root], ang_local, lib.joint_vel[rows]], axis=1)
     return env.layout.model_qpos(qpos), env.layout.model_qvel(qvel)
@@ -483,21 +487,15 @@ def test_anchor_velocity_obs_appends_the_reference_anchor_twist_to_both_groups()
             assert obs[group].shape == (8, width + 6)
             np.testing.assert_array_equal(obs[group][:, :width], base[group])
         s, a = env.state, env.state.anchor
-        q = s.robot.quat_w[:, a].astype(np.float64)
         for cols, v in ((slice(-6, -3), s.ref.lin_vel_w), (slice(-3, None), s.ref.ang_vel_w)):
-            v = v[:, a].astype(np.float64)  # R(q)^T v, as q* v q
-            u = -q[:, 1:]
-            t = 2.0 * np.cross(u, v)
-            expected = v + q[:, :1] * t + np.cross(u, t)
+            expected = rotate_inverse(s.robot.quat_w[:, a], v[:, a])
             for group in ("policy", "critic"):
                 np.testing.assert_allclose(obs[group][:, cols], expected, atol=1e-5)
         if step == 2:  # mid-clip the reference moves: not a zero term
             assert np.abs(obs["policy"][:, -6:-3]).max() > 0.05
             # the robot anchor's frame, not the reference anchor's nor the root's
-            v = s.ref.lin_vel_w[:, a : a + 1]
             for other in (s.ref.quat_w[:, a], s.robot.quat_w[:, s.root]):
-                wrong = np.zeros((8, 3), np.float32)
-                k_obs.vec_in_frame(other, v, wrong)
+                wrong = rotate_inverse(other, s.ref.lin_vel_w[:, a])
                 assert np.abs(wrong - obs["policy"][:, -6:-3]).max() > 1e-3
         if step == 1:
             env.command.frames[:] = plain.command.frames[:] = 90  # the squat: 0.17 m/s
