@@ -25,38 +25,48 @@ import numpy as np
 
 from gym_motion.envs.config import TrackingEnvCfg
 from gym_motion.evaluate import evaluate_clip
+from gym_motion.kernels.reset import rsi_state
 from gym_motion.motion.library import MotionLibrary
 
 
-def reference_inverse_dynamics(clip: str, cfg: TrackingEnvCfg) -> dict[str, np.ndarray]:
-    """Per clip frame at the control rate: ``qfrc`` (F, nv) `mj_inverse` forces (root force N
-    and torque N m in MuJoCo's free-joint convention, then joint torques N m in robot order),
-    ``contacts`` (F,) the reference pose's contact count, ``joint_vel`` (F, J) rad/s.
-    Needs a model whose layout is the robot's order (the shipped G1's)."""
+def reference_inverse_dynamics(clip: str, cfg: TrackingEnvCfg) -> dict[str, np.ndarray | float]:
+    """The clip's inverse dynamics, per frame at the control rate (F frames).
+
+    Returns:
+        ``root_force`` (F, 3) N and ``joint_tau`` (F, J) N m, robot joint order: the parts of
+        `mujoco.mj_inverse`'s ``qfrc_inverse`` on the free joint's translation (world frame)
+        and on the joints; ``contacts`` (F,) int, the reference pose's contacts;
+        ``joint_vel`` (F, J) rad/s, the clip's; ``weight`` N, the robot's.
+    """
     robot, dt = cfg.robot, cfg.sim.control_dt
     lib = MotionLibrary.from_paths(clip, fps=1.0 / dt, robot=robot)
     model = robot.build_model(floor=True)
-    if not robot.layout(model).identity:
-        raise ValueError("reference_inverse_dynamics needs qpos[7 + j] to be joint j")
-    data = mujoco.MjData(model)
-    root = lib.body_names.index(robot.root_body)
-    n = int(lib.lengths[0])
-    qpos, qvel = np.zeros((n, model.nq)), np.zeros((n, model.nv))
-    qpos[:, :3], qpos[:, 3:7] = lib.body_pos_w[:n, root], lib.body_quat_w[:n, root]
-    qpos[:, 7:], qvel[:, 6:] = lib.joint_pos[:n], lib.joint_vel[:n]
-    qvel[:, :3] = lib.body_lin_vel_w[:n, root]
-    rot = np.zeros(9)
-    for f in range(n):  # MuJoCo's free joint takes the angular velocity in the body frame
-        mujoco.mju_quat2Mat(rot, qpos[f, 3:7])
-        qvel[f, 3:6] = rot.reshape(3, 3).T @ lib.body_ang_vel_w[f, root]
+    lay = robot.layout(model)
+    n, nj = int(lib.lengths[0]), len(robot.joint_names)
+    qpos, qvel = np.tile(lay.qpos0, (n, 1)), np.zeros((n, model.nv))
+    no_noise = np.zeros((6, 2))
+    unlimited = np.tile([-np.inf, np.inf], (nj, 1))  # the clip's joints as they are
+    rsi_state(
+        lib.body_pos_w, lib.body_quat_w, lib.body_lin_vel_w, lib.body_ang_vel_w, lib.joint_pos,
+        lib.joint_vel, lib.body_names.index(robot.root_body), np.arange(n), np.zeros((n, 12 + nj)),
+        no_noise, no_noise, np.zeros(2), unlimited, lay.root_qpos_adr, lay.root_dof_adr,
+        lay.qpos_adr, lay.dof_adr, qpos, qvel,
+    )  # fmt: skip
     qacc = np.gradient(qvel, dt, axis=0)
+    data = mujoco.MjData(model)
     qfrc, contacts = np.zeros((n, model.nv)), np.zeros(n, np.int64)
     for f in range(n):
         data.qpos[:], data.qvel[:], data.qacc[:] = qpos[f], qvel[f], qacc[f]
         mujoco.mj_inverse(model, data)
         qfrc[f], contacts[f] = data.qfrc_inverse, data.ncon
-    weight = float(model.body_subtreemass[model.body(robot.root_body).id]) * 9.81
-    return {"qfrc": qfrc, "contacts": contacts, "joint_vel": qvel[:, 6:], "weight": weight}
+    root = lay.root_dof_adr
+    return {
+        "root_force": qfrc[:, root : root + 3],
+        "joint_tau": qfrc[:, lay.dof_adr],
+        "contacts": contacts,
+        "joint_vel": qvel[:, lay.dof_adr],
+        "weight": float(model.body_subtreemass[model.body(robot.root_body).id]) * 9.81,
+    }
 
 
 class FeedForward:
@@ -79,14 +89,12 @@ def main() -> None:
     cfg = replace(TrackingEnvCfg(), action_offset="reference")
     robot = cfg.robot
     out = reference_inverse_dynamics(args.motion, cfg)
-    qfrc = out["qfrc"]
-    print(f"{len(qfrc)} frames; the reference pose touches the floor in "
+    tau = out["joint_tau"]
+    print(f"{len(tau)} frames; the reference pose touches the floor in "
           f"{np.mean(out['contacts'] > 0):.0%} of them")  # fmt: skip
-    print(
-        f"free-joint force no actuator gives, mean |x y z|: "
-        f"{np.round(np.abs(qfrc[:, :3]).mean(0), 1)} N (the robot weighs {out['weight']:.0f} N)"
-    )
-    tau = qfrc[:, 6:]
+    force = np.round(np.abs(out["root_force"]).mean(0), 1)
+    print(f"free-joint force no actuator gives, mean |x y z|: {force} N "
+          f"(the robot weighs {out['weight']:.0f} N)")  # fmt: skip
     offset = (tau + robot.kd * out["joint_vel"]) / robot.kp  # PD: kp (target - q) - kd qdot
     legs = np.array(["hip" in j or "knee" in j or "ankle" in j for j in robot.joint_names])
     for name, rows in (("legs", legs), ("waist and arms", ~legs)):
