@@ -16,8 +16,9 @@ def register_convert(subparsers: argparse._SubParsersAction) -> None:
         help="convert a retargeted motion (G1 CSV, GMR pickle, npz) to a clip npz",
         description="Resample a LAFAN1-style G1 CSV (root xyz, root quat xyzw, 29 joints) or a "
         "GMR pickle (or an npz), differentiate it, fill body poses and velocities by MuJoCo "
-        "forward kinematics, and warn about soft-limit violations, self and floor penetration "
-        "and joint jumps. The format is read from the file's content.",
+        "forward kinematics, and warn about soft-limit violations, self and floor penetration, "
+        "feet off the floor, a sliding stance foot and joint jumps. The format is read from the "
+        "file's content.",
     )
     p.add_argument("input", help="a G1 CSV (no header, 36 columns), a GMR .pkl or a clip .npz")
     p.add_argument("-o", "--output", required=True, help="output .npz")
@@ -69,7 +70,8 @@ def register_inspect(subparsers: argparse._SubParsersAction) -> None:
         help="validate motion clips and report what a perfect tracker is penalised for",
         description="Per clip: soft and hard joint-limit violations per joint, self-penetration "
         "per body pair and floor penetration per body in the reference pose (frames and "
-        "depth), and joint jumps.",
+        "depth), frames with both feet above the floor, stance-foot sliding per foot, and joint "
+        "jumps.",
     )
     p.add_argument("clip", nargs="+", help="motion .npz or GMR .pkl file(s)")
     p.add_argument("--top", type=cli_number(int, 0), default=5,

@@ -255,7 +255,8 @@ def convert_gmr(
         ValueError: ``output_fps`` is not a positive number.
 
     Warns:
-        MotionCheckWarning: soft/hard joint limits, self or floor penetration, joint jumps.
+        MotionCheckWarning: soft/hard joint limits, self or floor penetration, feet off
+            the floor, a sliding stance foot, joint jumps.
     """
     check_out_path(pkl_path, out_path)
     qpos, fps = read_gmr_qpos(pkl_path, robot, quat_order)

@@ -9,6 +9,11 @@ and reports, per joint, body or body pair, in how many frames and how badly the 
 - interpenetrates robot collision geoms (MuJoCo ``mj_collision`` on the reference pose, with
   the model's contact filters and excluded pairs; the ``self_collision`` penalty),
 - puts collision geoms below the floor (z = 0),
+- lifts both feet off the floor (airborne, or a retarget that hovers: a tracker standing on the
+  floor is that much lower than the reference),
+- slides the stance foot (the foot geom nearest the floor, while it stays nearest and neither
+  lifts nor lands): a tracker whose feet grip the floor cannot follow the reference's route
+  without slipping,
 - jumps a joint by more than ``MAX_JOINT_JUMP`` rad from one frame to the next.
 
 ``gym-motion inspect`` prints `MotionReport.lines`; conversion (`gym_motion.motion.convert`)
@@ -37,8 +42,11 @@ from gym_motion.motion.validation import MAX_JOINT_JUMP, first_frame_jump_hint
 from gym_motion.robots.spec import FLOOR_GEOM, RobotSpec
 
 __all__ = [
+    "HOVER_TOL",
     "LIMIT_TOL",
     "PENETRATION_TOL",
+    "SLIDE_SPEED",
+    "STANCE_HEIGHT",
     "CheckResult",
     "Finding",
     "MotionCheckWarning",
@@ -49,6 +57,9 @@ __all__ = [
 
 LIMIT_TOL = 1e-4  # rad beyond a limit before a frame counts (float32 round-off of clipped clips)
 PENETRATION_TOL = 1e-3  # m of penetration before a contact counts
+HOVER_TOL = 5e-3  # m between the floor and the feet's lowest point before a frame counts
+STANCE_HEIGHT = 0.03  # m: the foot geom nearest the floor stands on it when within this
+SLIDE_SPEED = 0.05  # m/s of horizontal stance-geom speed before a frame step counts
 TOP_JUMPS = 5  # largest joint jumps listed by MotionReport
 
 
@@ -64,7 +75,8 @@ class Finding:
         name: joint, body, or ``"body_a <-> body_b"``.
         frames: number of frames that fail (for jumps: frame steps t -> t + 1).
         first_frame: first failing frame (for jumps: t of the first step).
-        worst: largest excess: rad beyond a limit, m of penetration, or rad of a jump.
+        worst: largest excess: rad beyond a limit, m of penetration, m above the floor, m/s of
+            a sliding stance foot, or rad of a jump.
         worst_frame: the frame of ``worst`` (for jumps: t of the step).
     """
 
@@ -109,6 +121,13 @@ class MotionReport:
         hard_limits, soft_limits: per joint, rad beyond the range / the soft limits.
         self_penetration: per body pair, m of penetration of their collision geoms.
         floor_penetration: per body, m of its collision geoms below the floor.
+        feet_off_floor: one finding ``"feet"``: m between the floor and the feet's lowest
+            point, in frames where it exceeds ``HOVER_TOL``.
+        stance_slide: per foot body, steps t -> t + 1 whose stance geom (the foot geom nearest
+            the floor, within ``STANCE_HEIGHT``, at t and t + 1, neither lifting nor landing:
+            vertical speed at most ``SLIDE_SPEED``) moves horizontally faster than
+            ``SLIDE_SPEED`` (m/s, the geom centre's).
+        stance_speed_median: median of that speed over all stance steps, m/s (0 without any).
         joint_jumps: per joint, steps with a change above ``MAX_JOINT_JUMP`` rad.
         largest_jumps: the largest single-joint steps, (joint, rad, frame t), largest first.
     """
@@ -125,6 +144,9 @@ class MotionReport:
     soft_limits: CheckResult
     self_penetration: CheckResult
     floor_penetration: CheckResult
+    feet_off_floor: CheckResult
+    stance_slide: CheckResult
+    stance_speed_median: float
     joint_jumps: CheckResult
     largest_jumps: tuple[tuple[str, float, int], ...]
 
@@ -167,6 +189,31 @@ class MotionReport:
                     f"  {f.name:{width}s} {f.frames:6d} frames ({share:5.1f} %), first "
                     f"{f.first_frame}, worst {worst} at frame {self._at(f.worst_frame)}"
                 )
+        title = (
+            f"feet above the floor (lowest point > {HOVER_TOL * 1e3:g} mm up; airborne or hovering)"
+        )
+        if not self.feet_off_floor:
+            out.append(f"{title}: none")
+        else:
+            (f,) = self.feet_off_floor.findings
+            out.append(
+                f"{title}: in {self.feet_off_floor.share()}, first {f.first_frame}, highest "
+                f"{f.worst * 1e3:.1f} mm at frame {self._at(f.worst_frame)}"
+            )
+        slide = self.stance_slide
+        out.append(
+            f"stance foot sliding (> {SLIDE_SPEED:g} m/s horizontally; median stance speed "
+            f"{self.stance_speed_median:.3f} m/s): "
+            + (f"{len(slide.findings)} foot body(ies), at {slide.frames} of {slide.total} frame "
+               "steps" if slide else "none")
+        )  # fmt: skip
+        width = max((len(f.name) for f in slide.findings), default=0)
+        for f in slide.findings:
+            out.append(
+                f"  {f.name:{width}s} {f.frames:6d} steps, first {f.first_frame} -> "
+                f"{f.first_frame + 1}, fastest {f.worst:.3f} m/s at {self._at(f.worst_frame)} -> "
+                f"{f.worst_frame + 1}"
+            )
         jumps = self.joint_jumps
         title = f"joint jumps (> {MAX_JOINT_JUMP:g} rad from one frame to the next)"
         if not jumps:
@@ -219,6 +266,21 @@ class MotionReport:
                     f"{'body pair(s)' if result is self.self_penetration else 'body(ies)'}; "
                     f"deepest {w.name} {w.worst * 1e3:.1f} mm at frame {self._at(w.worst_frame)}"
                 )
+        if self.feet_off_floor:
+            (w,) = self.feet_off_floor.findings
+            messages.append(
+                f"{source}: both feet above the floor (airborne or hovering) in "
+                f"{self.feet_off_floor.share()}; highest {w.worst * 1e3:.1f} mm at frame "
+                f"{self._at(w.worst_frame)}"
+            )
+        if self.stance_slide:
+            w = max(self.stance_slide.findings, key=lambda f: f.worst)
+            messages.append(
+                f"{source}: the stance foot slides faster than {SLIDE_SPEED:g} m/s at "
+                f"{self.stance_slide.frames} of {self.stance_slide.total} frame steps (median "
+                f"stance speed {self.stance_speed_median:.3f} m/s); fastest {w.name} "
+                f"{w.worst:.3f} m/s at {self._at(w.worst_frame)} -> {w.worst_frame + 1}"
+            )
         if self.joint_jumps:
             w = max(self.joint_jumps.findings, key=lambda f: f.worst)
             messages.append(
@@ -267,6 +329,7 @@ def check_motion(
     soft = _beyond(joint_pos, robot.soft_joint_limits(model), limited)
     root = clip.body_index(robot.root_body)
     self_depth, floor_depth, pair_names, body_names = _penetrations(clip, robot, model, root)
+    height, slide, stance_speed, foot_names = _feet(clip, robot, model, root)
     jumps = np.abs(np.diff(joint_pos, axis=0))
     names = clip.joint_names
     order = np.argsort(jumps, axis=None)[::-1][: max(0, int(top_jumps))]
@@ -288,6 +351,9 @@ def check_motion(
         soft_limits=_result(soft, names, LIMIT_TOL),
         self_penetration=_result(self_depth, pair_names, PENETRATION_TOL),
         floor_penetration=_result(floor_depth, body_names, PENETRATION_TOL),
+        feet_off_floor=_result(height[:, None], ["feet"], HOVER_TOL),
+        stance_slide=_result(slide, foot_names, SLIDE_SPEED),
+        stance_speed_median=float(np.median(stance_speed)) if stance_speed.size else 0.0,
         joint_jumps=_result(jumps, names, MAX_JOINT_JUMP),
         largest_jumps=largest,
     )
@@ -334,20 +400,10 @@ def _penetrations(
         ``self_depth (T, P)`` m per body pair in contact in some frame, ``floor_depth (T, B)``
         m per body below the floor in some frame (0 where none), and their names.
     """
-    data = mujoco.MjData(model)
-    layout = robot.layout(model)
-    free, joints = layout.root_qpos_adr, layout.qpos_adr
     floor = model.geom(FLOOR_GEOM).id
     body_of = model.geom_bodyid
-    pos = clip.body_pos_w[:, root].astype(np.float64)
-    quat = clip.body_quat_w[:, root].astype(np.float64)
-    quat /= np.linalg.norm(quat, axis=-1, keepdims=True)
     rows: list[tuple[int, int, int, float]] = []  # (frame, body_a, body_b or -1 floor, depth)
-    for t in range(clip.num_frames):
-        data.qpos[free : free + 3] = pos[t]
-        data.qpos[free + 3 : free + 7] = quat[t]
-        data.qpos[joints] = clip.joint_pos[t]
-        mujoco.mj_kinematics(model, data)
+    for t, data in _posed(clip, robot, model, root):
         mujoco.mj_collision(model, data)
         n = data.ncon
         if n == 0:
@@ -377,3 +433,56 @@ def _penetrations(
     pair_names = [f"{model.body(a).name} <-> {model.body(b).name}" for a, b in self_keys]
     body_names = [model.body(a).name for a in floor_keys]
     return self_depth, floor_depth, pair_names, body_names
+
+
+def _feet(
+    clip: MotionClip, robot: RobotSpec, model: mujoco.MjModel, root: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    """Where the reference's feet meet the floor, from MuJoCo's geom distances.
+
+    Returns:
+        ``height (T,)`` m between the floor and the lowest foot geom (signed: < 0 below it);
+        ``slide (T - 1, F)`` m/s horizontal speed of the stance geom per foot body (0 for the
+        other feet and for steps without a stance): the foot geom nearest the floor, within
+        ``STANCE_HEIGHT`` of it at t, nearest again at t + 1, and moving up or down at most
+        ``SLIDE_SPEED`` (the geom centre's velocity by finite difference at the clip's rate);
+        ``stance_speed (S,)`` m/s of every such stance step; the F foot body names
+        (`RobotSpec.foot_bodies`).
+    """
+    geoms = robot.foot_geom_ids(model)
+    floor = model.geom(FLOOR_GEOM).id
+    feet = list(robot.foot_bodies)
+    foot_of = np.array([feet.index(model.body(b).name) for b in model.geom_bodyid[geoms]])
+    dist = np.empty((clip.num_frames, len(geoms)))
+    centre = np.empty((clip.num_frames, len(geoms), 3))
+    for t, data in _posed(clip, robot, model, root):
+        for k, g in enumerate(geoms):
+            dist[t, k] = mujoco.mj_geomDistance(model, data, int(g), floor, 10.0, None)
+        centre[t] = data.geom_xpos[geoms]
+    nearest = dist.argmin(axis=1)
+    height = dist[np.arange(clip.num_frames), nearest]
+    t = np.flatnonzero((height[:-1] <= STANCE_HEIGHT) & (nearest[1:] == nearest[:-1]))
+    g = nearest[t]
+    velocity = (centre[t + 1, g] - centre[t, g]) * clip.fps
+    planted = np.abs(velocity[:, 2]) <= SLIDE_SPEED  # lift-off and landing are not sliding
+    t, g = t[planted], g[planted]
+    speed = np.linalg.norm(velocity[planted, :2], axis=1)
+    slide = np.zeros((max(clip.num_frames - 1, 0), len(feet)))
+    slide[t, foot_of[g]] = speed
+    return height, slide, speed, feet
+
+
+def _posed(clip: MotionClip, robot: RobotSpec, model: mujoco.MjModel, root: int):
+    """Yield ``(t, data)``: one ``MjData`` after ``mj_kinematics`` of frame t's reference pose."""
+    data = mujoco.MjData(model)
+    layout = robot.layout(model)
+    free, joints = layout.root_qpos_adr, layout.qpos_adr
+    pos = clip.body_pos_w[:, root].astype(np.float64)
+    quat = clip.body_quat_w[:, root].astype(np.float64)
+    quat /= np.linalg.norm(quat, axis=-1, keepdims=True)
+    for t in range(clip.num_frames):
+        data.qpos[free : free + 3] = pos[t]
+        data.qpos[free + 3 : free + 7] = quat[t]
+        data.qpos[joints] = clip.joint_pos[t]
+        mujoco.mj_kinematics(model, data)
+        yield t, data

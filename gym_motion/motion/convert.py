@@ -15,7 +15,7 @@ Conversion (``convert_csv``, ``convert_gmr``; ``convert_motion`` picks by the fi
 3. every frame's body poses and velocities from MuJoCo for that frame's ``qpos`` and
    finite-difference ``qvel`` on the robot's own model, so a replayed clip is self-consistent;
 4. the motion checks of `gym_motion.motion.checks` (soft limits, self and floor penetration,
-   joint jumps), issued as `MotionCheckWarning` warnings.
+   feet off the floor, a sliding stance foot, joint jumps), issued as `MotionCheckWarning` warnings.
 
 The steps and the GMR path live in `gym_motion.motion._convert`, below `load_clip` (which
 converts GMR pickles too); their names are importable from here.
@@ -158,7 +158,8 @@ def convert_csv(
         ValueError: ``input_fps`` or ``output_fps`` is not a positive number.
 
     Warns:
-        MotionCheckWarning: soft/hard joint limits, self or floor penetration, joint jumps.
+        MotionCheckWarning: soft/hard joint limits, self or floor penetration, feet off
+            the floor, a sliding stance foot, joint jumps.
     """
     check_out_path(csv_path, out_path)
     input_fps = check_fps(input_fps, "input_fps")

@@ -1,15 +1,22 @@
-"""Motion checks: soft limits, self and floor penetration, joint jumps; inspect and convert."""
+"""Motion checks: soft limits, self and floor penetration, feet off the floor, stance sliding,
+joint jumps; inspect and convert."""
 
 from __future__ import annotations
 
 import dataclasses
 
 import mujoco
+import numpy as np
 import pytest
 
 from gym_motion.cli import main
 from gym_motion.motion import convert_csv, load_clip
-from gym_motion.motion.checks import LIMIT_TOL, MotionCheckWarning, check_motion
+from gym_motion.motion.checks import (
+    LIMIT_TOL,
+    SLIDE_SPEED,
+    MotionCheckWarning,
+    check_motion,
+)
 from gym_motion.robots import G1
 from gym_motion.robots.spec import FLOOR_GEOM
 
@@ -59,9 +66,12 @@ def test_the_default_motion_passes_every_check(default_clip):
         report.soft_limits,
         report.self_penetration,
         report.floor_penetration,
+        report.feet_off_floor,
+        report.stance_slide,
         report.joint_jumps,
     ):
         assert not result and result.frames == 0
+    assert report.stance_speed_median == 0.0
     assert report.warning_messages("clip") == []
 
 
@@ -134,6 +144,56 @@ def test_floor_penetration_is_reported_per_body_with_depth(default_clip):
     assert report.floor_penetration.frames == 10
 
 
+def _lowest_foot_point(clip, t: int) -> float:
+    """Signed distance between the floor and the nearest foot geom in frame ``t``."""
+    data, floor = _pose(clip, t), MODEL.geom(FLOOR_GEOM).id
+    return min(
+        mujoco.mj_geomDistance(MODEL, data, g, floor, 1.0, None)
+        for foot in G1.foot_bodies
+        for g in _collision_geoms(foot)
+    )
+
+
+def test_feet_above_the_floor_are_reported_with_their_height(default_clip):
+    body_pos_w = default_clip.body_pos_w.copy()
+    body_pos_w[50:60, :, 2] += 0.02  # the whole robot 2 cm up for 10 frames: hovering
+    body_pos_w[55, :, 2] += 0.01  # 3 cm in one of them
+    clip = dataclasses.replace(default_clip, body_pos_w=body_pos_w)
+    report = check_motion(clip)
+    (feet,) = report.feet_off_floor.findings
+    assert (feet.frames, feet.first_frame, feet.worst_frame) == (10, 50, 55)
+    assert feet.worst == pytest.approx(_lowest_foot_point(clip, 55), abs=1e-6)
+    assert feet.worst == pytest.approx(0.03, abs=1e-5)
+    assert not report.floor_penetration and not report.stance_slide
+    (message,) = report.warning_messages("clip")
+    assert message.startswith("clip: both feet above the floor (airborne or hovering) in 10 of ")
+    assert "highest 30.0 mm at frame 55 (1.10 s)" in message
+
+
+def test_a_reference_that_slides_on_the_floor_is_reported_per_foot(default_clip):
+    # the whole clip carried forward at 0.2 m/s: the planted feet slide at that speed throughout
+    speed = 0.2
+    body_pos_w = default_clip.body_pos_w.copy()
+    body_pos_w[:, :, 0] += speed * np.arange(default_clip.num_frames)[:, None] / default_clip.fps
+    report = check_motion(dataclasses.replace(default_clip, body_pos_w=body_pos_w))
+    slide = report.stance_slide
+    assert slide.total == default_clip.num_frames - 1
+    # every step but those where the nearest geom of the two flat feet changes (ties)
+    assert slide.total - 2 <= slide.frames
+    assert sum(f.frames for f in slide.findings) == slide.frames
+    assert {f.name for f in slide.findings} <= set(G1.foot_bodies)
+    assert speed > SLIDE_SPEED
+    for f in slide.findings:
+        assert f.worst == pytest.approx(speed, abs=1e-3)
+    assert report.stance_speed_median == pytest.approx(speed, abs=1e-3)
+    assert not report.feet_off_floor
+    # rising 0.2 m/s is lifting off, not sliding
+    body_pos_w = default_clip.body_pos_w.copy()
+    body_pos_w[:, :, 2] += speed * np.arange(default_clip.num_frames)[:, None] / default_clip.fps
+    report = check_motion(dataclasses.replace(default_clip, body_pos_w=body_pos_w))
+    assert not report.stance_slide and report.stance_speed_median == 0.0
+
+
 def test_real_dance_reports_soft_limits_penetration_and_floor(motions_dir):
     with pytest.warns(UserWarning, match="jumps more than"):
         clip = load_clip(motions_dir / "unitree_gangnam_style_50fps.npz")
@@ -194,3 +254,11 @@ def test_inspect_reports_every_check_per_clip(motions_dir, tmp_path, capsys):
     assert "joint jumps (> 0.5 rad from one frame to the next): 1 joint(s)" in gangnam_part
     assert "hard joint limits (the model's ranges): none" in jazz_part
     assert "frames:      636" in jazz_part
+    # the g1-moves retarget hovers: both feet more than 5 mm up in most frames
+    assert (
+        "feet above the floor (lowest point > 5 mm up; airborne or hovering): in 379 of 636 "
+        "frames (59.6 %)" in jazz_part
+    )
+    assert "stance foot sliding (> 0.05 m/s horizontally; median stance speed 0.024 m/s)" in (
+        jazz_part
+    )
