@@ -1,7 +1,7 @@
 """``gym-motion train``: the command line of `gym_motion.training.train`.
 
     gym-motion train                           # embedded default motion, 2.1 M env steps
-    gym-motion train --motion dance.npz --num-envs 256 --total-steps 5000000 --out runs/dance
+    gym-motion train --motion dance.npz --recipe clip --out runs/dance   # a real clip
     gym-motion train --library rsl_rl          # rsl_rl's PPO instead of Stable-Baselines3's
     gym-motion train --samplers 2 --envs-per-sampler 128   # 2 Ray sampler actors (local Ray)
 """
@@ -20,7 +20,7 @@ from typing import Any
 from gym_motion.backends import BACKENDS
 from gym_motion.cli.numbers import cli_number
 
-__all__ = ["parse_overrides", "register", "resume_config", "run_config"]
+__all__ = ["apply_recipe", "parse_overrides", "register", "resume_config", "run_config"]
 
 # what `print_summary` says of summary.json's "stopped_by"
 STOP_REASONS = {
@@ -33,7 +33,7 @@ STOP_REASONS = {
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Adds ``gym-motion train`` to the CLI's subparsers (imports no RL library)."""
     from gym_motion.envs.config import policy_terms
-    from gym_motion.training.config import OBS_MODES, TRAIN_SAMPLING, RunConfig
+    from gym_motion.training.config import OBS_MODES, RECIPES, TRAIN_SAMPLING, RunConfig
     from gym_motion.training.libraries import LIBRARIES
     from gym_motion.training.sb3 import ALGOS, PPO_DEFAULTS, SAC_DEFAULTS
 
@@ -50,6 +50,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument(
         "--motion", nargs="+", default=[], metavar="CLIP", help="clip npz(s) or folders "
         "(default: the embedded default motion)"
+    )  # fmt: skip
+    run.add_argument(
+        "--recipe", choices=tuple(RECIPES), default=None,
+        help="settings measured together, each replaced by its own flag where given: "
+        + "; ".join(f"{name}: " + " ".join(_recipe_flags(name)) for name in RECIPES)
+        + " (default: none, the settings the embedded default motion is learnt with)",
     )  # fmt: skip
     run.add_argument("--num-envs", type=cli_number(int, 1), default=d.num_envs,
                      help="parallel envs")  # fmt: skip
@@ -112,10 +118,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "velocity in the robot anchor frame (6 values; not a BeyondMimic term)",
     )
     task.add_argument(
-        "--action-offset", choices=("default", "reference"), default=d.env.action_offset,
+        "--action-offset", choices=("default", "reference"), default=None,
         help="where a zero action puts the joints: default (the default pose, BeyondMimic's "
-        "convention) or reference (residual actions around the clip's joint positions; "
-        "exported ONNX folds them back); default %(default)s",
+        "convention; the default) or reference (residual actions around the clip's joint "
+        "positions; exported ONNX folds them back)",
     )  # fmt: skip
     task.add_argument(
         "--anchor-horizontal-termination", type=cli_number(float, 0.0, low_open=True),
@@ -124,7 +130,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "horizontally (the clip's global path; off by default, as in BeyondMimic's task)",
     )  # fmt: skip
     task.add_argument(
-        "--anchor-horizontal-termination-from", type=cli_number(int, 0), default=0,
+        "--anchor-horizontal-termination-from", type=cli_number(int, 0), default=None,
         metavar="STEPS",
         help="switch --anchor-horizontal-termination on only after STEPS env steps (a "
         "curriculum: first learn to survive, then keep to the clip's timing; default 0: from "
@@ -196,6 +202,36 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run)
 
 
+def _recipe_flags(name: str) -> list[str]:
+    """A recipe's settings as the flags that give them, e.g. ``["--total-steps", "26000000"]``."""
+    from gym_motion.training.config import RECIPES
+
+    return [
+        part
+        for key, value in RECIPES[name].items()
+        for part in ("--" + key.replace("_", "-"), str(value))
+    ]
+
+
+def apply_recipe(args: argparse.Namespace) -> argparse.Namespace:
+    """`args` with ``--recipe``'s settings where no flag gave them (a copy; `args` as it is
+    without a recipe). A flag that switches the horizontal termination on by env steps
+    replaces the recipe's switch by episode length."""
+    from gym_motion.training.config import RECIPES
+
+    if args.recipe is None:
+        return args
+    out = argparse.Namespace(**vars(args))
+    for key, value in RECIPES[args.recipe].items():
+        if key == "anchor_horizontal_termination_from_episode_s" and (
+            args.anchor_horizontal_termination_from is not None
+        ):
+            continue
+        if getattr(out, key) is None:
+            setattr(out, key, value)
+    return out
+
+
 def parse_overrides(items: list[str], flag: str = "--ppo") -> dict[str, Any]:
     """``--ppo KEY=VALUE ...`` -> ``{KEY: value}``, values parsed as JSON (else kept as text).
 
@@ -215,7 +251,8 @@ def parse_overrides(items: list[str], flag: str = "--ppo") -> dict[str, Any]:
 
 
 def run_config(args: argparse.Namespace):
-    """The `RunConfig` of `gym-motion train`'s parsed arguments.
+    """The `RunConfig` of `gym-motion train`'s parsed arguments, with ``--recipe``'s settings
+    where no flag gave them (`apply_recipe`).
 
     Raises:
         ValueError: ``--num-threads`` with ``--backend mjwarp`` (the message says what to do),
@@ -230,6 +267,7 @@ def run_config(args: argparse.Namespace):
     from gym_motion.envs.config import policy_terms
     from gym_motion.training.config import RunConfig, train_env_cfg
 
+    args = apply_recipe(args)
     if args.backend == "mjwarp" and args.num_threads is not None:
         raise ValueError(
             "--num-threads sets the physics threads of --backend mujoco; --backend mjwarp steps "
@@ -277,7 +315,7 @@ def run_config(args: argparse.Namespace):
     )
     threads = {"num_threads": args.num_threads} if args.num_threads else {}
     env = replace(env.updated(backend=args.backend, backend_kwargs=threads),
-                  action_offset=args.action_offset,
+                  action_offset=args.action_offset or env.action_offset,
                   policy_obs_noise=policy_obs_noise,
                   anchor_velocity_obs=args.anchor_velocity_obs)  # fmt: skip
     return RunConfig(

@@ -9,12 +9,24 @@ from typing import Any
 from gym_motion.envs.config import TrackingEnvCfg
 from gym_motion.managers.termination import TerminationTermCfg, anchor_horizontal
 
-__all__ = ["OBS_MODES", "TRAIN_SAMPLING", "RunConfig", "train_env_cfg"]
+__all__ = ["OBS_MODES", "RECIPES", "TRAIN_SAMPLING", "RunConfig", "train_env_cfg"]
 
 # Where training episodes start: `gym-motion train` defaults to uniform (measured: docs/
 # measurements.md, "Learning at equal steps"); "adaptive" is docs/task.md section 10's mixture.
 TRAIN_SAMPLING = ("uniform", "adaptive")
 OBS_MODES = ("dict", "policy")
+
+# `gym-motion train --recipe NAME`: settings measured together, keyed by the train command's
+# argument names; a flag given on the command line replaces its recipe's value. "clip": a real
+# clip learnt from its start (docs/measurements.md, "A tighter horizontal termination: 0.2 m").
+RECIPES: dict[str, dict[str, Any]] = {
+    "clip": {
+        "action_offset": "reference",
+        "anchor_horizontal_termination": 0.2,
+        "anchor_horizontal_termination_from_episode_s": 2.0,
+        "total_steps": 26_000_000,
+    },
+}
 
 
 def train_env_cfg(

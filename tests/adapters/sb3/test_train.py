@@ -59,9 +59,9 @@ def test_train_cli_flags_and_defaults():
         "ppo": [],
         "eval_every": 500_000, "no_video": False, "library": "sb3", "device": "cpu",
         "distributed": False, "algo": "ppo", "sac": [], "sampling": "uniform",
-        "checkpoint_minutes": 5.0, "action_offset": "default", "samplers": 0,
+        "checkpoint_minutes": 5.0, "action_offset": None, "samplers": 0, "recipe": None,
         "envs_per_sampler": None, "ray_address": None, "anchor_horizontal_termination": None,
-        "anchor_horizontal_termination_from": 0,
+        "anchor_horizontal_termination_from": None,
         "anchor_horizontal_termination_from_episode_s": None, "policy_obs_noise": [],
         "anchor_velocity_obs": False,
     }  # fmt: skip
@@ -134,6 +134,32 @@ def test_train_cli_flags_and_defaults():
         run_config(build_parser().parse_args(["train", "--envs-per-sampler", "8"]))
     with pytest.raises(ValueError, match="must split evenly over 3 samplers"):
         run_config(build_parser().parse_args(["train", "--samplers", "3", "--num-envs", "8"]))
+
+
+def test_the_clip_recipe_is_its_documented_flags_and_a_flag_replaces_its_value():
+    def config(*argv):
+        return run_config(build_parser().parse_args(["train", *argv]))
+
+    assert config() == RunConfig()  # no recipe: the default motion's settings
+    assert config().env.action_offset == "default"
+    clip = config("--recipe", "clip")
+    assert clip == config("--action-offset", "reference", "--anchor-horizontal-termination",
+                          "0.2", "--anchor-horizontal-termination-from-episode-s", "2",
+                          "--total-steps", "26000000")  # fmt: skip
+    assert clip.env.terminations["anchor_horizontal"].params == {"threshold": 0.2}
+    mine = config("--recipe", "clip", "--total-steps", "16000000",
+                  "--anchor-horizontal-termination", "0.3", "--action-offset", "default")
+    assert (mine.total_steps, mine.env.action_offset, mine.termination_from_episode_s) == (
+        16_000_000, "default", {"anchor_horizontal": 2.0})  # fmt: skip
+    assert mine.env.terminations["anchor_horizontal"].params == {"threshold": 0.3}
+    # switched on by env steps instead of by episode length (0: from the first step)
+    for steps in (12_000_000, 0):
+        by_steps = config("--recipe", "clip", "--anchor-horizontal-termination-from", str(steps))
+        assert by_steps.termination_from_episode_s == {}
+        assert by_steps.termination_from_steps == ({"anchor_horizontal": steps} if steps else {})
+        assert "anchor_horizontal" in by_steps.env.terminations
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["train", "--recipe", "dance"])
 
 
 def test_progress_switches_a_termination_on_at_its_env_step():
