@@ -148,7 +148,7 @@ def test_the_clip_recipe_is_its_documented_flags_and_a_flag_replaces_its_value()
                           "--total-steps", "26000000")  # fmt: skip
     assert clip.env.terminations["anchor_horizontal"].params == {"threshold": 0.2}
     mine = config("--recipe", "clip", "--total-steps", "16000000",
-                  "--anchor-horizontal-termination", "0.3", "--action-offset", "default")
+                  "--anchor-horizontal-termination", "0.3", "--action-offset", "default")  # fmt: skip
     assert (mine.total_steps, mine.env.action_offset, mine.termination_from_episode_s) == (
         16_000_000, "default", {"anchor_horizontal": 2.0})  # fmt: skip
     assert mine.env.terminations["anchor_horizontal"].params == {"threshold": 0.3}
