@@ -144,6 +144,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "without a per-clip step count (e.g. 2.0; evaluations always apply it)",
     )  # fmt: skip
     task.add_argument(
+        "--anchor-horizontal-termination-grace-s", type=cli_number(float, 0.0), default=None,
+        metavar="SECONDS",
+        help="--anchor-horizontal-termination does not end an episode within SECONDS of the "
+        "last time the env perturbed the robot (the episode start with its reset noise, a "
+        "push), so the policy is asked to come back to the clip's path, not never to leave it "
+        "(default 0)",
+    )  # fmt: skip
+    task.add_argument(
         "--sampling", choices=TRAIN_SAMPLING, default=d.env.sampling.mode,
         help="where training episodes start along the clips: uniform (default) or adaptive "
         "(failure-weighted, docs/task.md section 10)",
@@ -258,7 +266,8 @@ def run_config(args: argparse.Namespace):
         ValueError: ``--num-threads`` with ``--backend mjwarp`` (the message says what to do),
             ``--envs-per-sampler`` without ``--samplers``,
             ``--anchor-horizontal-termination-from[-episode-s]`` without
-            ``--anchor-horizontal-termination`` or both of them, ``--obs-noise`` naming a term
+            ``--anchor-horizontal-termination`` or both of them, ``--...-grace-s`` without
+            ``--anchor-horizontal-termination``, ``--obs-noise`` naming a term
             that is not in the policy observation (``anchor_pos`` and ``base_lin_vel`` with
             ``--no-state-estimation``, ``anchor_vel`` without ``--anchor-velocity-obs``), or a
             setting out of range.
@@ -289,6 +298,9 @@ def run_config(args: argparse.Namespace):
             f"--anchor-horizontal-termination{flag} needs --anchor-horizontal-termination "
             "METRES (the term it switches on)"
         )
+    if args.anchor_horizontal_termination_grace_s and args.anchor_horizontal_termination is None:
+        raise ValueError("--anchor-horizontal-termination-grace-s needs "
+                         "--anchor-horizontal-termination METRES (the term it delays)")  # fmt: skip
     if from_steps:
         termination_from["anchor_horizontal"] = from_steps
     if from_episode_s is not None:
@@ -312,6 +324,7 @@ def run_config(args: argparse.Namespace):
         state_estimation=not args.no_state_estimation,
         sampling=args.sampling,
         anchor_horizontal_termination=args.anchor_horizontal_termination,
+        anchor_horizontal_grace_s=args.anchor_horizontal_termination_grace_s or 0.0,
     )
     threads = {"num_threads": args.num_threads} if args.num_threads else {}
     env = replace(env.updated(backend=args.backend, backend_kwargs=threads),

@@ -37,6 +37,7 @@ class EpisodesMixin:
         write the robot there (RSI)."""
         qpos, qvel = self.command.sample_states(ids, self._rng, start)
         self.backend.write_state(ids, qpos, qvel)
+        self.state.steps_since_perturbation[ids] = 0
 
     def _episode_log(
         self, done: np.ndarray, truncated: np.ndarray, nonfinite: np.ndarray

@@ -278,6 +278,7 @@ class TrackingVecEnv(
             self._reinitialise(nonfinite.nonzero()[0])
         self.backend.copy_body_state_w(s.robot)
         np.copyto(s.self_contact_substeps, self.backend.self_contact_substeps)
+        s.steps_since_perturbation[:] += 1
         t = self._lap("copy", t)
 
         # 3-4: reference, terminations, rewards, episode sums
@@ -303,6 +304,7 @@ class TrackingVecEnv(
 
         # 5: interval events; the adaptive sampler
         pushed = self.events.step(self._rng)
+        s.steps_since_perturbation[pushed] = 0
         self.command.update_sampler(done_ids, terminated[done_ids] if num_done else _NO_FLAGS)
 
         # 6: resets (which rows restart depends on the autoreset mode)

@@ -19,11 +19,15 @@ def height_error_exceeds(ref_pos_w, robot_pos_w, body_ids, threshold, out):
 
 
 @row_kernel
-def horizontal_error_exceeds(ref_pos_w, robot_pos_w, body_ids, threshold, out):
-    """True where any selected body's horizontal distance |xy_ref - xy| > threshold (m);
-    positions (N, B, 3), world frame."""
+def horizontal_error_exceeds(ref_pos_w, robot_pos_w, body_ids, threshold, since, grace, out):
+    """True where any selected body's horizontal distance |xy_ref - xy| > threshold (m) and
+    the row's ``since`` (N,) int32 >= ``grace`` (control steps since its state was last
+    perturbed, `MDPState.steps_since_perturbation`); positions (N, B, 3), world frame."""
     for i in prange(out.shape[0]):
         hit = False
+        if since[i] < grace:
+            out[i] = False
+            continue
         for b in body_ids:
             dx = ref_pos_w[i, b, 0] - robot_pos_w[i, b, 0]
             dy = ref_pos_w[i, b, 1] - robot_pos_w[i, b, 1]

@@ -33,6 +33,10 @@ class MDPState:
             (so the exported graph, reference folded in, sees what it saw in training).
         encoder_bias: (N, J) float32, rad, added to observed joint positions.
         self_contact_substeps: (N,) int32, substeps of the last step with self-contact.
+        steps_since_perturbation: (N,) int32, control steps since the env last wrote the row's
+            robot state from outside its dynamics: an episode start or re-initialisation (RSI,
+            with its reset noise) or an interval event such as a push; 1 on the first step
+            after it.
         default_joint_pos: (J,) float32, rad. soft_joint_limits: (J, 2) float32, rad.
     """
 
@@ -50,6 +54,7 @@ class MDPState:
     action_obs: np.ndarray = field(init=False)
     encoder_bias: np.ndarray = field(init=False)
     self_contact_substeps: np.ndarray = field(init=False)
+    steps_since_perturbation: np.ndarray = field(init=False)
 
     def __post_init__(self) -> None:
         n, b = self.robot.pos_w.shape[:2]
@@ -62,6 +67,7 @@ class MDPState:
         self.action_obs = np.zeros((n, j), np.float32)
         self.encoder_bias = np.zeros((n, j), np.float32)
         self.self_contact_substeps = np.zeros(n, np.int32)
+        self.steps_since_perturbation = np.zeros(n, np.int32)
         object.__setattr__(self, "_sealed", True)
 
     def __setattr__(self, name: str, value) -> None:

@@ -29,15 +29,27 @@ def anchor_height(s: MDPState, out: np.ndarray, threshold: float) -> Callable[[]
 
 
 @bound_term
-def anchor_horizontal(s: MDPState, out: np.ndarray, threshold: float) -> Callable[[], None]:
-    """|xy_ref - xy| of the anchor body > threshold (m), reference not re-anchored.
+def anchor_horizontal(
+    s: MDPState, out: np.ndarray, threshold: float, grace_steps: int = 0
+) -> Callable[[], None]:
+    """|xy_ref - xy| of the anchor body > threshold (m), reference not re-anchored, on rows
+    whose state was last perturbed (episode start, re-initialisation, push) at least
+    `grace_steps` control steps ago (`MDPState.steps_since_perturbation`; 0: every step).
 
     Not one of the task's terminations (docs/task.md section 8): an option that makes the task
     track the clip's global path, which BeyondMimic's terms leave to the ``anchor_pos`` reward
-    (`gym-motion train --anchor-horizontal-termination`).
+    (`gym-motion train --anchor-horizontal-termination`, ``--...-grace-s``).
+
+    Raises:
+        ValueError: `grace_steps` not an integer >= 0.
     """
+    if not (isinstance(grace_steps, int | np.integer) and grace_steps >= 0):
+        raise ValueError(f"anchor_horizontal: grace_steps must be an integer >= 0, got "
+                         f"{grace_steps!r}")  # fmt: skip
     ids = np.array([s.anchor])
-    return partial(k.horizontal_error_exceeds, s.ref.pos_w, s.robot.pos_w, ids, threshold, out)
+    since = s.steps_since_perturbation
+    return partial(k.horizontal_error_exceeds, s.ref.pos_w, s.robot.pos_w, ids, threshold, since,
+                   int(grace_steps), out)  # fmt: skip
 
 
 @bound_term

@@ -35,6 +35,7 @@ def train_env_cfg(
     action_offset: str = "default",
     cfg: TrackingEnvCfg | None = None,
     anchor_horizontal_termination: float | None = None,
+    anchor_horizontal_grace_s: float = 0.0,
 ) -> TrackingEnvCfg:
     """The training task: `cfg` (default: the default task) with `state_estimation`, its
     episode starts sampled by `sampling` ("uniform", the default, or "adaptive") and its
@@ -42,10 +43,13 @@ def train_env_cfg(
     "reference": residual actions around the clip's joint positions, docs/measurements.md).
     `anchor_horizontal_termination` (m; None: off, BeyondMimic's task) adds the termination
     term ``anchor_horizontal`` (`gym_motion.managers.termination.anchor_horizontal`): the
-    anchor's horizontal distance from the reference's above it ends the episode.
+    anchor's horizontal distance from the reference's above it ends the episode, except within
+    `anchor_horizontal_grace_s` seconds (rounded to control steps) of the last time the env
+    perturbed the robot (an episode start with its reset noise, a push).
 
     Raises:
-        ValueError: another sampling mode, or a termination distance that is not > 0.
+        ValueError: another sampling mode, a termination distance that is not > 0, or a grace
+            that is not >= 0 s or given without the term.
     """
     if sampling not in TRAIN_SAMPLING:
         raise ValueError(f"sampling must be one of {TRAIN_SAMPLING}, got {sampling!r}")
@@ -58,8 +62,18 @@ def train_env_cfg(
                 "the anchor's horizontal termination distance must be > 0 m, got "
                 f"{anchor_horizontal_termination!r}"
             )
-        term = TerminationTermCfg(anchor_horizontal, {"threshold": anchor_horizontal_termination})
+        params = {"threshold": anchor_horizontal_termination}
+        if not anchor_horizontal_grace_s >= 0.0:
+            raise ValueError(
+                f"anchor_horizontal_grace_s must be >= 0 s, got {anchor_horizontal_grace_s!r}"
+            )
+        if anchor_horizontal_grace_s:
+            params["grace_steps"] = round(anchor_horizontal_grace_s / cfg.sim.control_dt)
+        term = TerminationTermCfg(anchor_horizontal, params)
         cfg = replace(cfg, terminations={**cfg.terminations, "anchor_horizontal": term})
+    elif anchor_horizontal_grace_s:
+        raise ValueError("anchor_horizontal_grace_s needs anchor_horizontal_termination (the term "
+                         "it delays)")  # fmt: skip
     return replace(cfg, sampling=replace(cfg.sampling, mode=sampling))
 
 

@@ -381,6 +381,46 @@ def test_reset_noise_scale_scales_the_rsi_offsets():
     env.close()
 
 
+def test_the_horizontal_terms_grace_counts_from_each_perturbation():
+    """`anchor_horizontal` with a grace: a 1 mm term (which the reset noise passes at once)
+    fires on the grace's step after the episode start, never before; pushes more often than
+    the grace keep it from firing; `steps_since_perturbation` counts control steps from each."""
+    from gym_motion.training import train_env_cfg
+
+    cfg = replace(train_env_cfg(anchor_horizontal_termination=1e-3,
+                                anchor_horizontal_grace_s=0.1), events={})  # fmt: skip
+    assert cfg.terminations["anchor_horizontal"].params == {"threshold": 1e-3, "grace_steps": 5}
+    env = make(4, cfg=cfg, autoreset_mode="same_step")
+    env.reset(seed=3)
+    assert (env.state.steps_since_perturbation == 0).all()
+    for step in range(1, 6):
+        _, _, term, _, info = env.step(zeros(env))
+        if step < 5:
+            assert not term.any()
+            assert (env.state.steps_since_perturbation == step).all()
+    assert term.all() and info["final/termination/anchor_horizontal"].all()
+    assert (env.state.steps_since_perturbation == 0).all()  # the next episodes' starts
+    env.close()
+    push = events.EventTermCfg(events.push_root, "interval",
+                               {"velocity_range": ((-0.5, 0.5),) * 2 + ((0.0, 0.0),) * 4},
+                               interval_s=(0.19, 0.19))  # fmt: skip
+    graced = train_env_cfg(anchor_horizontal_termination=1e-3, anchor_horizontal_grace_s=0.3)
+    pushed = replace(graced, events={"push": push})
+    env = make(4, cfg=pushed, autoreset_mode="same_step")
+    env.reset(seed=3)
+    counts = []
+    for _ in range(30):
+        _, _, term, _, info = env.step(zeros(env))
+        assert not info.get("final/termination/anchor_horizontal", np.zeros(4, bool)).any()
+        counts.append(env.state.steps_since_perturbation.copy())
+    assert max(int(c.max()) for c in counts) == 9  # zeroed by the push on every tenth step
+    env.close()
+    with pytest.raises(ValueError, match="grace_s needs anchor_horizontal_termination"):
+        train_env_cfg(anchor_horizontal_grace_s=1.0)
+    with pytest.raises(ValueError, match="grace_s must be >= 0 s"):
+        train_env_cfg(anchor_horizontal_termination=0.2, anchor_horizontal_grace_s=-1.0)
+
+
 def test_an_inactive_termination_neither_ends_episodes_nor_logs():
     """A term switched off (the training curriculum's `inactive_terminations`) changes nothing
     but its own firing: a 1 mm anchor-horizontal term ends every episode on its first step when

@@ -55,8 +55,15 @@ def test_horizontal_error_exceeds_matches_oracle_on_body_subset(n):
         robot_p[:, others, :2] += 10.0
         robot_p[:, :, 2] += 5.0
         out = np.zeros(n, np.bool_)
-        call_unmutated(k.horizontal_error_exceeds, ref_p, robot_p, ids, 0.3, out)
+        since = np.full(n, 7, np.int32)
+        call_unmutated(k.horizontal_error_exceeds, ref_p, robot_p, ids, 0.3, since, 0, out)
         _assert_decisions(out, expected, 0.3)
+        # rows perturbed fewer than `grace` control steps ago never fire; the others as before
+        since = rng.integers(0, 10, n).astype(np.int32)
+        graced = np.ones(n, np.bool_)
+        call_unmutated(k.horizontal_error_exceeds, ref_p, robot_p, ids, 0.3, since, 5, graced)
+        assert not graced[since < 5].any()
+        assert_array_equal(graced[since >= 5], out[since >= 5])
     if n > 1:
         assert 0 < out.sum() < n
 

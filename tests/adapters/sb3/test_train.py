@@ -63,6 +63,7 @@ def test_train_cli_flags_and_defaults():
         "envs_per_sampler": None, "ray_address": None, "anchor_horizontal_termination": None,
         "anchor_horizontal_termination_from": None,
         "anchor_horizontal_termination_from_episode_s": None, "policy_obs_noise": [],
+        "anchor_horizontal_termination_grace_s": None,
         "anchor_velocity_obs": False,
     }  # fmt: skip
     # the observation mode follows the algorithm unless given
@@ -148,7 +149,8 @@ def test_the_clip_recipe_is_its_documented_flags_and_a_flag_replaces_its_value()
                           "--total-steps", "26000000")  # fmt: skip
     assert clip.env.terminations["anchor_horizontal"].params == {"threshold": 0.2}
     mine = config("--recipe", "clip", "--total-steps", "16000000",
-                  "--anchor-horizontal-termination", "0.3", "--action-offset", "default")  # fmt: skip
+                  "--anchor-horizontal-termination", "0.3",
+                  "--action-offset", "default")  # fmt: skip
     assert (mine.total_steps, mine.env.action_offset, mine.termination_from_episode_s) == (
         16_000_000, "default", {"anchor_horizontal": 2.0})  # fmt: skip
     assert mine.env.terminations["anchor_horizontal"].params == {"threshold": 0.3}
@@ -160,6 +162,12 @@ def test_the_clip_recipe_is_its_documented_flags_and_a_flag_replaces_its_value()
         assert "anchor_horizontal" in by_steps.env.terminations
     with pytest.raises(SystemExit):
         build_parser().parse_args(["train", "--recipe", "dance"])
+    graced = config("--recipe", "clip", "--anchor-horizontal-termination-grace-s", "1")
+    assert graced.env.terminations["anchor_horizontal"].params == {"threshold": 0.2,
+                                                                   "grace_steps": 50}  # fmt: skip
+    assert type(graced.env).from_json(graced.env.to_json()) == graced.env
+    with pytest.raises(ValueError, match="-grace-s needs --anchor-horizontal-termination METRES"):
+        config("--anchor-horizontal-termination-grace-s", "1")
 
 
 def test_progress_switches_a_termination_on_at_its_env_step():
