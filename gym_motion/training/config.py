@@ -18,7 +18,8 @@ OBS_MODES = ("dict", "policy")
 
 # `gym-motion train --recipe NAME`: settings measured together, keyed by the train command's
 # argument names; a flag given on the command line replaces its recipe's value. "clip": a real
-# clip learnt from its start (docs/measurements.md, "A tighter horizontal termination: 0.2 m").
+# clip learnt from its start (docs/measurements.md, "A tighter horizontal termination: 0.2 m",
+# "The clip recipe at a second seed").
 RECIPES: dict[str, dict[str, Any]] = {
     "clip": {
         "action_offset": "reference",
