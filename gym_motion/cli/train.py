@@ -33,7 +33,13 @@ STOP_REASONS = {
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Adds ``gym-motion train`` to the CLI's subparsers (imports no RL library)."""
     from gym_motion.envs.config import policy_terms
-    from gym_motion.training.config import OBS_MODES, RECIPES, TRAIN_SAMPLING, RunConfig
+    from gym_motion.training.config import (
+        GPU_RECIPES,
+        OBS_MODES,
+        RECIPES,
+        TRAIN_SAMPLING,
+        RunConfig,
+    )
     from gym_motion.training.libraries import LIBRARIES
     from gym_motion.training.sb3 import ALGOS, PPO_DEFAULTS, SAC_DEFAULTS
 
@@ -54,11 +60,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument(
         "--recipe", choices=tuple(RECIPES), default=None,
         help="settings measured together, each replaced by its own flag where given: "
-        + "; ".join(f"{name}: " + " ".join(_recipe_flags(name)) for name in RECIPES)
+        + "; ".join(f"{name}: " + " ".join(_recipe_flags(RECIPES[name])) for name in RECIPES)
+        + "; on a GPU device also "
+        + "; ".join(f"{name}: " + " ".join(_recipe_flags(GPU_RECIPES[name]))
+                    for name in GPU_RECIPES)
         + " (default: none, the settings the embedded default motion is learnt with)",
     )  # fmt: skip
-    run.add_argument("--num-envs", type=cli_number(int, 1), default=d.num_envs,
-                     help="parallel envs")  # fmt: skip
+    run.add_argument("--num-envs", type=cli_number(int, 1), default=None,
+                     help=f"parallel envs (default {d.num_envs})")  # fmt: skip
     run.add_argument("--total-steps", type=cli_number(int, 1), default=None,
                      help=f"env steps, all envs (learning stops at the first whole rollout, "
                      f"num_envs x n_steps env steps, that reaches it; default {d.total_steps}, "
@@ -73,7 +82,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument(
         "--resume", default=None, metavar="RUN",
         help="continue the run in folder RUN from its latest checkpoint, with its own settings "
-        "(only --total-steps, --max-minutes, --checkpoint-minutes and --no-video apply)",
+        "(only --total-steps, --max-minutes, --checkpoint-minutes, --device and --no-video "
+        "apply)",
     )  # fmt: skip
     run.add_argument(
         "--reset-noise-ramp-steps", type=cli_number(int, 0), default=d.reset_noise_ramp_steps,
@@ -82,9 +92,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "from the start (default %(default)s)",
     )  # fmt: skip
     run.add_argument(
-        "--eval-every", type=cli_number(int, 0), default=d.eval_every_steps, metavar="STEPS",
+        "--eval-every", type=cli_number(int, 0), default=None, metavar="STEPS",
         help="deterministic evaluation from the clip start every STEPS env steps, in the logs "
-        "and curves (0: off; default %(default)s)",
+        f"and curves (0: off; default {d.eval_every_steps})",
     )  # fmt: skip
     run.add_argument(
         "--checkpoint-minutes", type=cli_number(float, 0.0), default=d.checkpoint_minutes,
@@ -97,8 +107,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )  # fmt: skip
 
     task = p.add_argument_group("task and physics")
-    task.add_argument("--backend", default=d.env.backend.name, choices=BACKENDS,
-                      help="physics backend")  # fmt: skip
+    task.add_argument("--backend", default=None, choices=BACKENDS,
+                      help=f"physics backend (default {d.env.backend.name})")  # fmt: skip
     task.add_argument(
         "--num-threads", type=cli_number(int, 1), default=None,
         help="physics threads (--backend mujoco); with --samplers, each sampler's CPUs",
@@ -183,9 +193,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help=f"override SAC settings ({', '.join(SAC_DEFAULTS)}), values as JSON",
     )  # fmt: skip
     lib.add_argument(
-        "--device", default=d.device,
-        help="with --library rsl_rl: torch device of the networks and env tensors "
-        "(cpu, cuda:0; default %(default)s)",
+        "--device", default=None,
+        help="torch device of the networks, rollout buffer and update: cpu (default), cuda, "
+        "cuda:N, or auto (cuda:0 when torch sees a GPU, else cpu; config.json records the "
+        "choice); with --resume, where to go on",
     )  # fmt: skip
     lib.add_argument(
         "--distributed", action="store_true",
@@ -210,34 +221,53 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run)
 
 
-def _recipe_flags(name: str) -> list[str]:
+def _recipe_flags(recipe: dict[str, Any]) -> list[str]:
     """A recipe's settings as the flags that give them, e.g. ``["--total-steps", "26000000"]``."""
-    from gym_motion.training.config import RECIPES
-
     return [
-        part
-        for key, value in RECIPES[name].items()
-        for part in ("--" + key.replace("_", "-"), str(value))
+        part for key, value in recipe.items() for part in ("--" + key.replace("_", "-"), str(value))
     ]
 
 
 def apply_recipe(args: argparse.Namespace) -> argparse.Namespace:
-    """`args` with ``--recipe``'s settings where no flag gave them (a copy; `args` as it is
-    without a recipe). A flag that switches the horizontal termination on by env steps
-    replaces the recipe's switch by episode length."""
-    from gym_motion.training.config import RECIPES
+    """`args` with ``--recipe``'s settings where no flag gave them (and, when ``--device``
+    resolves to a GPU, the recipe's `GPU_RECIPES` settings too), then the defaults of the
+    flags still unset (a copy). A flag that switches the horizontal termination on by env
+    steps replaces the recipe's switch by episode length.
 
-    if args.recipe is None:
-        return args
+    Raises:
+        ValueError: a ``--device`` torch does not list (only resolved for a recipe with GPU
+            settings).
+    """
+    from gym_motion.training.config import GPU_RECIPES, RECIPES, RunConfig
+
     out = argparse.Namespace(**vars(args))
-    for key, value in RECIPES[args.recipe].items():
-        if key == "anchor_horizontal_termination_from_episode_s" and (
-            args.anchor_horizontal_termination_from is not None
-        ):
-            continue
+    if args.recipe is not None:
+        recipe = dict(RECIPES[args.recipe])
+        if args.recipe in GPU_RECIPES and _on_gpu(args.device or RunConfig.device):
+            recipe.update(GPU_RECIPES[args.recipe])
+        for key, value in recipe.items():
+            if key == "anchor_horizontal_termination_from_episode_s" and (
+                args.anchor_horizontal_termination_from is not None
+            ):
+                continue
+            if getattr(out, key) is None:
+                setattr(out, key, value)
+    d = RunConfig()
+    defaults = {"num_envs": d.num_envs, "backend": d.env.backend.name, "device": d.device,
+                "eval_every": d.eval_every_steps}  # fmt: skip
+    for key, value in defaults.items():
         if getattr(out, key) is None:
             setattr(out, key, value)
     return out
+
+
+def _on_gpu(device: str) -> bool:
+    """Whether `device` (a ``--device`` value) resolves to a CUDA device here."""
+    if device == "cpu":
+        return False  # no torch import for the CPU
+    from gym_motion.training.devices import resolve_device
+
+    return resolve_device(device).startswith("cuda")
 
 
 def parse_overrides(items: list[str], flag: str = "--ppo") -> dict[str, Any]:
@@ -359,7 +389,8 @@ def run_config(args: argparse.Namespace):
 
 
 def resume_config(args: argparse.Namespace):
-    """The `RunConfig` of ``--resume RUN``: the run's own, with the budgets given.
+    """The `RunConfig` of ``--resume RUN``: the run's own, with the budgets and the
+    ``--device`` given.
 
     Raises:
         FileNotFoundError: RUN has no config.json.
@@ -378,6 +409,7 @@ def resume_config(args: argparse.Namespace):
         max_minutes=args.max_minutes if args.max_minutes and args.max_minutes > 0 else None,
         checkpoint_minutes=args.checkpoint_minutes,
         video_seconds=0.0 if args.no_video else config.video_seconds,
+        device=args.device or config.device,
     )
 
 

@@ -9,7 +9,7 @@ from typing import Any
 from gym_motion.envs.config import TrackingEnvCfg
 from gym_motion.managers.termination import TerminationTermCfg, anchor_horizontal
 
-__all__ = ["OBS_MODES", "RECIPES", "TRAIN_SAMPLING", "RunConfig", "train_env_cfg"]
+__all__ = ["GPU_RECIPES", "OBS_MODES", "RECIPES", "TRAIN_SAMPLING", "RunConfig", "train_env_cfg"]
 
 # Where training episodes start: `gym-motion train` defaults to uniform (measured: docs/
 # measurements.md, "Learning at equal steps"); "adaptive" is docs/task.md section 10's mixture.
@@ -26,6 +26,17 @@ RECIPES: dict[str, dict[str, Any]] = {
         "anchor_horizontal_termination": 0.2,
         "anchor_horizontal_termination_from_episode_s": 2.0,
         "total_steps": 26_000_000,
+    },
+}
+# What a recipe sets besides when the run's device is a GPU (``--device cuda``/``auto`` on a
+# machine with one): more envs, so that an update on the GPU takes more samples, on MuJoCo
+# Warp; PPO's settings per update are the CPU's, so the learning side is studied on a CPU at
+# the same env count (docs/measurements.md, "The clip recipe on a GPU").
+GPU_RECIPES: dict[str, dict[str, Any]] = {
+    "clip": {
+        "num_envs": 1024,
+        "backend": "mjwarp",
+        "eval_every": 1_000_000,
     },
 }
 
@@ -120,7 +131,10 @@ class RunConfig:
             first rollout end after every this many minutes of learning; 0: only at the end.
         algo: the library's algorithm ("ppo"; SB3 also "sac").
         ppo, sac: hyperparameters of the library's defaults that this run changes.
-        device: torch device of the networks ("cpu", "cuda:0"; rsl_rl).
+        device: torch device of the networks, the rollout buffer and the update ("cpu",
+            "cuda", "cuda:N" or "auto": cuda:0 when torch lists a GPU, else the CPU;
+            `gym_motion.training.devices.resolve_device`); `train` records the device it
+            resolved to.
         distributed: one rank of a ``torchrun`` run (`gym_motion.training.distributed`).
         samplers: 0 (default): the envs step in this process; K > 0: K Ray sampler actors
             collect the rollouts, each with ``num_envs / K`` envs on its own CPU block, for

@@ -166,7 +166,8 @@ class Progress:
         due, and set `stop` past the budget.
 
         Returns:
-            The evaluation's ``eval/*`` values for the learner to log (``{}`` when none ran).
+            The evaluation's ``eval/*`` values and its seconds (``time/eval_s``) for the
+            learner to log (``{}`` when none ran).
         """
         if values is not None:
             self.history.append({"timesteps": float(steps), **values})
@@ -175,7 +176,9 @@ class Progress:
         self._set_curricula(steps)
         out: dict[str, float] = {}
         if self._evaluate is not None and self._next_eval <= steps < self.config.total_steps:
+            t0 = time.perf_counter()
             out = self.evaluate_now(steps)
+            out["time/eval_s"] = time.perf_counter() - t0
             while self._next_eval <= steps:
                 self._next_eval += self.config.eval_every_steps
         due = time.perf_counter() - self._saved >= 60.0 * self.config.checkpoint_minutes
@@ -188,12 +191,13 @@ class Progress:
         return out
 
     def evaluate_now(self, steps: int) -> dict[str, float]:
-        """Evaluate the current policy; keep and return its ``eval/*`` values, and keep the
+        """Evaluate the current policy; keep its ``eval/*`` values in `evals` (with the env
+        steps and the seconds of learning so far, ``learn_s``) and return them, and keep the
         policy (`keep_best`) if it is the run's best so far."""
         result = self._evaluate()
         mean = result["mean"]
         values = {f"eval/{k}": float(mean[k]) for k in EVAL_KEYS if mean.get(k) is not None}
-        self.evals.append({"timesteps": float(steps), **values})
+        self.evals.append({"timesteps": float(steps), "learn_s": round(self.learn_s, 2), **values})
         self.offer_best(steps, result)
         return values
 

@@ -155,6 +155,8 @@ class RslRlLearner:
             if collect > 0:
                 per_rank = self.env.num_envs * int(self.runner.cfg["num_steps_per_env"]) / collect
                 values["time/env_steps_per_s"] = per_rank * self.world_size
+            values["time/rollout_s"] = collect  # the per-update profile, as SB3's learner logs
+            values["time/update_s"] = kwargs.get("learn_time") or 0.0
             evals = progress.after_rollout(self.env_steps, values)
             self._iteration = kwargs["it"]
             self.log({"curriculum/reset_noise_scale": progress.scale, **evals})

@@ -121,9 +121,22 @@ def _activation(name: str):
     return {"elu": torch.nn.ELU, "relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}[name]
 
 
-def make_model(config: RunConfig, venv, tensorboard_dir: str | None = None):
-    """The model of `config.algo` with `config`'s hyperparameters; returns (model, learning-rate
-    schedule: a `KLAdaptiveLR` for PPO, None for SAC)."""
+def make_model(
+    config: RunConfig,
+    venv,
+    tensorboard_dir: str | None = None,
+    device_rollouts: bool | None = None,
+):
+    """The model of `config.algo` with `config`'s hyperparameters on ``config.device``
+    (`gym_motion.training.devices.resolve_device`); returns (model, learning-rate schedule: a
+    `KLAdaptiveLR` for PPO, None for SAC). PPO is `gym_motion.training.sb3_ppo.TrackingPPO`:
+    its rollouts collected on the device unless `device_rollouts` is False (default None: on
+    any device but the CPU).
+
+    Raises:
+        ValueError: obs_mode and the env's observation space disagree; a device torch does not
+            list.
+    """
     import gymnasium as gym
 
     if (config.obs_mode == "dict") != isinstance(venv.observation_space, gym.spaces.Dict):
@@ -133,7 +146,8 @@ def make_model(config: RunConfig, venv, tensorboard_dir: str | None = None):
         )
     if config.algo == "sac":
         return _make_sac(config, venv, tensorboard_dir), None
-    from stable_baselines3 import PPO
+    from gym_motion.training.devices import resolve_device
+    from gym_motion.training.sb3_ppo import TrackingPPO
 
     p = resolved_settings(config)
     rollout = p["n_steps"] * config.num_envs
@@ -144,7 +158,7 @@ def make_model(config: RunConfig, venv, tensorboard_dir: str | None = None):
     arch = list(p["net_arch"])
     from gym_motion.adapters.sb3.asymmetric import AsymmetricActorCriticPolicy
 
-    model = PPO(
+    model = TrackingPPO(
         AsymmetricActorCriticPolicy if config.obs_mode == "dict" else "MlpPolicy",
         venv,
         learning_rate=schedule,
@@ -165,8 +179,9 @@ def make_model(config: RunConfig, venv, tensorboard_dir: str | None = None):
         },
         tensorboard_log=tensorboard_dir,
         seed=config.seed,
-        device="cpu",
+        device=resolve_device(config.device),
         verbose=0,
+        device_rollouts=device_rollouts,
     )
     return model, schedule
 
@@ -176,6 +191,8 @@ def _make_sac(config: RunConfig, venv, tensorboard_dir: str | None):
     ``train_freq`` and ``gradient_steps`` count vector steps (each is ``num_envs``
     transitions); ``action_bound`` is the env's declared action range (SAC squashes into it)."""
     from stable_baselines3 import SAC
+
+    from gym_motion.training.devices import resolve_device
 
     p = resolved_settings(config)
     return SAC(
@@ -196,11 +213,9 @@ def _make_sac(config: RunConfig, venv, tensorboard_dir: str | None):
         },  # fmt: skip
         tensorboard_log=tensorboard_dir,
         seed=config.seed,
-        device="cpu",
+        device=resolve_device(config.device),
         verbose=0,
     )
-
-
 
 
 class SB3Learner:
@@ -227,8 +242,6 @@ class SB3Learner:
             )
         if config.distributed:
             raise ValueError("distributed runs train with library rsl_rl, not sb3")
-        if config.device != "cpu":
-            raise ValueError(f"library sb3 trains on the CPU, got device {config.device!r}")
 
     @classmethod
     def env_kwargs(cls, config: RunConfig) -> dict[str, Any]:
@@ -279,10 +292,14 @@ class SB3Learner:
         (SB3's format): resume only runs you trust."""
         import pickle
 
-        from stable_baselines3 import PPO, SAC
+        from stable_baselines3 import SAC
 
-        algo = SAC if self.config.algo == "sac" else PPO
-        self.model = algo.load(path / "model.zip", env=self.venv, device="cpu")
+        from gym_motion.training.devices import resolve_device
+        from gym_motion.training.sb3_ppo import TrackingPPO
+
+        algo = SAC if self.config.algo == "sac" else TrackingPPO
+        device = resolve_device(self.config.device)
+        self.model = algo.load(path / "model.zip", env=self.venv, device=device)
         with open(path / "vecnormalize.pkl", "rb") as f:
             saved = pickle.load(f)
         self.venv.obs_rms = saved.obs_rms

@@ -91,8 +91,9 @@ class SB3SamplerRollouts:
         self.moments = ObsMoments(SB3VecEnv(env))
         self.venv = VecNormalize(self.moments, training=False, norm_obs=True, norm_reward=False,
                                  clip_obs=10.0)  # fmt: skip
+        # a sampler acts on its CPU block; the learner's device takes the update
         local = replace(config, num_envs=env.num_envs, seed=int(seed), samplers=0,
-                        ray_address=None)  # fmt: skip
+                        ray_address=None, device="cpu")  # fmt: skip
         self.model, _ = make_model(local, self.venv)
         self.model.set_logger(Logger(folder=None, output_formats=[]))
         self.model.ep_info_buffer = deque(maxlen=100)
@@ -200,7 +201,8 @@ class SB3SampledLearner(SB3Learner):
         self.config, self._out, self.pool = config, out, env
         spaces = SpacesVecEnv(config.num_envs, env.observation_space, env.action_space)
         self.venv = VecNormalize(spaces, norm_obs=True, norm_reward=False, clip_obs=10.0)
-        self.model, self.schedule = make_model(config, self.venv)
+        # the samplers' rollouts fill SB3's host buffer; PPO's update runs on config.device
+        self.model, self.schedule = make_model(config, self.venv, device_rollouts=False)
         self._resumed_at: int | None = None
         self.timings: list[dict[str, float]] = []
 

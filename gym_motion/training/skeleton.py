@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
@@ -133,6 +134,8 @@ def train(config: RunConfig, *, resume: bool = False) -> dict[str, Any]:
     from gym_motion.envs.tracking import TrackingVecEnv
 
     library = learner_class(config.library, sampled=config.samplers > 0)
+    if not config.distributed:  # a rank's device is its own (for_rank)
+        config = replace(config, device=_device(config.device))
     library.check(config)
     recorded = config
     config, rank = for_rank(config)
@@ -251,6 +254,20 @@ def train(config: RunConfig, *, resume: bool = False) -> dict[str, Any]:
     plot_curves(progress.history, folder.path / "training_curves.png", progress.evals)
     folder.write_summary(summary)
     return summary
+
+
+def _device(name: str) -> str:
+    """The run's torch device (`resolve_device`); ``auto`` says what it chose.
+
+    Raises:
+        ValueError: a device torch does not list (one line naming those it lists).
+    """
+    from gym_motion.training.devices import AUTO, resolve_device
+
+    device = resolve_device(name)
+    if name == AUTO:
+        print(f"gym-motion train: device auto -> {device}", flush=True)
+    return device
 
 
 @contextmanager

@@ -55,7 +55,8 @@ class TrackingLogCallback(BaseCallback):
     - ``error/mpkpe_mm``, ``error/root_mpkpe_mm``, ``error/<name>_<unit>``: episode-mean
       tracking errors, averaged over the finished episodes.
     - ``sampling/entropy``, ``sampling/top1_prob``: the adaptive sampler's bins.
-    - ``time/env_steps_per_s``: env steps (summed over envs) per second of rollout collection.
+    - ``time/env_steps_per_s``: env steps (summed over envs) per second of rollout collection;
+      ``time/rollout_s``: the seconds of collection the row covers.
 
     ``history`` keeps, per logged row, ``timesteps`` and every logged value (for plots).
 
@@ -116,6 +117,7 @@ class TrackingLogCallback(BaseCallback):
             values[f"sampling/{key}"] = value
         if self._collect_s > 0:
             values["time/env_steps_per_s"] = steps / self._collect_s
+            values["time/rollout_s"] = self._collect_s
         for key, value in values.items():
             self.logger.record(key, value)
         self.history.append({"timesteps": float(self.num_timesteps), **values})

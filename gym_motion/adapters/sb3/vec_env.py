@@ -115,10 +115,8 @@ class SB3VecEnv(VecEnv):
     def step_wait(self) -> VecEnvStepReturn:
         if self._actions is None:
             raise RuntimeError("step_wait called without step_async")
-        obs, reward, terminated, truncated, info = self.venv.step(self._actions)
+        obs, reward, terminated, truncated, info = self.step_arrays(self._actions)
         self._actions = None
-        self.last_info = info
-        self.total_steps += self.num_envs
         dones = terminated | truncated
         infos = self._infos
         for i in self._written:  # only the dicts handed out filled last step
@@ -141,6 +139,18 @@ class SB3VecEnv(VecEnv):
                     "episode": {"r": float(ret[i]), "l": int(length[i]), "t": t},
                 }
         return obs, reward, dones, list(infos)
+
+    def step_arrays(
+        self, actions: np.ndarray
+    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """One step of the vector env, as gymnasium returns it (``obs, reward, terminated,
+        truncated, info``, no per-env dicts); `last_info` and `total_steps` follow it as in
+        `step_wait`. For a learner's own batched rollout loop
+        (`gym_motion.training.sb3_ppo.TrackingPPO`)."""
+        obs, reward, terminated, truncated, info = self.venv.step(actions)
+        self.last_info = info
+        self.total_steps += self.num_envs
+        return obs, reward, terminated, truncated, info
 
     def close(self) -> None:
         self.venv.close()

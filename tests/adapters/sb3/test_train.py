@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 
@@ -53,11 +54,11 @@ def test_train_cli_flags_and_defaults():
     args = vars(build_parser().parse_args(["train"]))
     args.pop("func")
     assert args == {
-        "command": "train", "motion": [], "num_envs": 256, "total_steps": None, "resume": None,
-        "max_minutes": 0.0, "backend": "mujoco", "seed": 0, "out": None, "obs_mode": None,
+        "command": "train", "motion": [], "num_envs": None, "total_steps": None, "resume": None,
+        "max_minutes": 0.0, "backend": None, "seed": 0, "out": None, "obs_mode": None,
         "no_state_estimation": False, "num_threads": None, "reset_noise_ramp_steps": 1_500_000,
         "ppo": [],
-        "eval_every": 500_000, "no_video": False, "library": "sb3", "device": "cpu",
+        "eval_every": None, "no_video": False, "library": "sb3", "device": None,
         "distributed": False, "algo": "ppo", "sac": [], "sampling": "uniform",
         "checkpoint_minutes": 5.0, "action_offset": None, "samplers": 0, "recipe": None,
         "envs_per_sampler": None, "ray_address": None, "anchor_horizontal_termination": None,
@@ -168,6 +169,35 @@ def test_the_clip_recipe_is_its_documented_flags_and_a_flag_replaces_its_value()
     assert type(graced.env).from_json(graced.env.to_json()) == graced.env
     with pytest.raises(ValueError, match="-grace-s needs --anchor-horizontal-termination METRES"):
         config("--anchor-horizontal-termination-grace-s", "1")
+
+
+def test_the_clip_recipe_on_a_gpu_adds_its_gpu_settings(monkeypatch):
+    import gym_motion.cli.train as cli_train
+
+    def config(*argv):
+        return run_config(build_parser().parse_args(["train", *argv]))
+
+    cpu = config("--recipe", "clip")
+    assert (cpu.num_envs, cpu.env.backend.name, cpu.device, cpu.eval_every_steps) == (
+        256, "mujoco", "cpu", 500_000)  # fmt: skip
+    with pytest.raises(ValueError, match="device 'cuda' is not available here") if not (
+        cli_train._on_gpu("auto")
+    ) else contextlib.nullcontext():
+        config("--recipe", "clip", "--device", "cuda")  # a CPU build refuses before any work
+    monkeypatch.setattr(cli_train, "_on_gpu", lambda device: device != "cpu")
+    gpu = config("--recipe", "clip", "--device", "cuda")
+    assert (gpu.num_envs, gpu.env.backend.name, gpu.device, gpu.eval_every_steps) == (
+        1024, "mjwarp", "cuda", 1_000_000)  # fmt: skip
+    assert gpu.total_steps == cpu.total_steps
+    assert gpu.env.terminations == cpu.env.terminations
+    # a flag replaces a GPU setting as it does a recipe's; the settings reach config.json
+    mine = config("--recipe", "clip", "--device", "auto", "--num-envs", "4096",
+                  "--backend", "mujoco")  # fmt: skip
+    assert (mine.num_envs, mine.env.backend.name) == (4096, "mujoco")
+    recorded = gpu.to_dict()
+    assert (recorded["num_envs"], recorded["eval_every_steps"]) == (1024, 1_000_000)
+    assert json.loads(gpu.env.to_json())["backend"]["name"] == "mjwarp"
+    assert config("--device", "cuda").num_envs == 256  # no recipe: nothing added
 
 
 def test_progress_switches_a_termination_on_at_its_env_step():

@@ -1,0 +1,172 @@
+"""`TrackingPPO`'s device rollout path against SB3's own, on the CPU; ``--device`` handling."""
+
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+import pytest
+
+pytest.importorskip("stable_baselines3")
+import torch  # noqa: E402
+from gymnasium import spaces  # noqa: E402
+from stable_baselines3.common.buffers import DictRolloutBuffer, RolloutBuffer  # noqa: E402
+from stable_baselines3.common.vec_env import VecNormalize  # noqa: E402
+
+from gym_motion.adapters.sb3.vec_env import SB3VecEnv  # noqa: E402
+from gym_motion.envs import TrackingVecEnv  # noqa: E402
+from gym_motion.training import RunConfig  # noqa: E402
+from gym_motion.training.devices import available_devices, resolve_device  # noqa: E402
+from gym_motion.training.sb3 import make_model, progress_logger  # noqa: E402
+from gym_motion.training.sb3_ppo import DeviceRolloutBuffer, TrackingPPO  # noqa: E402
+
+
+def _fill(buffers, obs_space, n_steps, n_envs, seed=0):
+    """The same random step data into each buffer (SB3's numpy one and the device one)."""
+    rng = np.random.default_rng(seed)
+    for _ in range(n_steps):
+        if isinstance(obs_space, spaces.Dict):
+            obs = {k: rng.normal(size=(n_envs, *s.shape)).astype(np.float32)
+                   for k, s in obs_space.spaces.items()}  # fmt: skip
+        else:
+            obs = rng.normal(size=(n_envs, *obs_space.shape)).astype(np.float32)
+        act = rng.normal(size=(n_envs, 3)).astype(np.float32)
+        rew = rng.normal(size=n_envs).astype(np.float32)
+        start = rng.random(n_envs) < 0.2
+        val = torch.from_numpy(rng.normal(size=(n_envs, 1)).astype(np.float32))
+        logp = torch.from_numpy(rng.normal(size=n_envs).astype(np.float32))
+        for b in buffers:
+            if isinstance(b, DeviceRolloutBuffer):
+                o = ({k: torch.from_numpy(v) for k, v in obs.items()} if isinstance(obs, dict)
+                     else torch.from_numpy(obs))  # fmt: skip
+                b.add(o, torch.from_numpy(act), torch.from_numpy(rew),
+                      torch.from_numpy(start.astype(np.float32)), val, logp)  # fmt: skip
+            else:
+                b.add(obs, act, rew, start, val, logp)
+    last = torch.from_numpy(rng.normal(size=(n_envs, 1)).astype(np.float32))
+    dones = rng.random(n_envs) < 0.3
+    return last, dones
+
+
+@pytest.mark.parametrize("dict_obs", [False, True])
+def test_device_buffer_gives_sb3s_advantages_and_minibatches_bit_for_bit(dict_obs):
+    box = spaces.Box(-np.inf, np.inf, (5,), np.float32)
+    obs_space = spaces.Dict({"policy": box, "critic": spaces.Box(-1, 1, (7,))}) if dict_obs \
+        else box  # fmt: skip
+    act_space = spaces.Box(-1.0, 1.0, (3,), np.float32)
+    kw = {"gae_lambda": 0.95, "gamma": 0.99, "n_envs": 6}
+    sb3 = (DictRolloutBuffer if dict_obs else RolloutBuffer)(4, obs_space, act_space, **kw)
+    mine = DeviceRolloutBuffer(4, obs_space, act_space, device="cpu", **kw)
+    last, dones = _fill([sb3, mine], obs_space, 4, 6)
+    sb3.compute_returns_and_advantage(last, dones)
+    mine.compute_returns_and_advantage(last, torch.from_numpy(dones))
+    np.testing.assert_array_equal(mine.advantages.numpy(), sb3.advantages)
+    np.testing.assert_array_equal(mine.returns_np, sb3.returns)
+    np.random.seed(3)  # noqa: NPY002 (both buffers draw from the global generator)
+    theirs = list(sb3.get(5))
+    np.random.seed(3)  # noqa: NPY002 (both buffers draw from the global generator)
+    ours = list(mine.get(5))
+    assert [len(b.actions) for b in ours] == [5, 5, 5, 5, 4]
+    for a, b in zip(theirs, ours, strict=True):
+        for name in ("actions", "old_values", "old_log_prob", "advantages", "returns"):
+            np.testing.assert_array_equal(getattr(b, name).numpy(), getattr(a, name).numpy())
+        if dict_obs:
+            for k in obs_space.spaces:
+                np.testing.assert_array_equal(b.observations[k].numpy(), a.observations[k].numpy())
+        else:
+            np.testing.assert_array_equal(b.observations.numpy(), a.observations.numpy())
+    with pytest.raises(RuntimeError, match="holds 4 steps already"):
+        mine.add(*([torch.zeros(6)] * 6))
+
+
+def _model(device_rollouts: bool, obs_mode: str):
+    """A 6-env PPO on the default motion with 12-step episodes (time-outs in every rollout)."""
+    config = RunConfig(num_envs=6, obs_mode=obs_mode, seed=1,
+                       ppo={"n_steps": 16, "n_epochs": 2, "net_arch": [32, 32]})  # fmt: skip
+    env = TrackingVecEnv(6, cfg=config.env, autoreset_mode="same_step", obs_mode=obs_mode,
+                         max_episode_steps=12, seed=1)  # fmt: skip
+    venv = VecNormalize(SB3VecEnv(env), norm_obs=True, norm_reward=False, clip_obs=10.0)
+    model, _ = make_model(config, venv, device_rollouts=device_rollouts)
+    return model, venv
+
+
+@pytest.mark.parametrize("obs_mode", ["dict", "policy"])
+def test_device_rollouts_take_the_samples_and_updates_of_sb3s_path(obs_mode, tmp_path):
+    """Two updates each way from one seed: the same observations, actions, rewards (time-outs
+    bootstrapped), statistics and weights, to float rounding (the batched time-out values)."""
+    runs = {}
+    for device_rollouts in (False, True):
+        model, venv = _model(device_rollouts, obs_mode)
+        out = tmp_path / str(device_rollouts)
+        model.set_logger(progress_logger(out))
+        assert isinstance(model, TrackingPPO)
+        assert isinstance(model.rollout_buffer, DeviceRolloutBuffer) == device_rollouts
+        model.learn(2 * 16 * 6)
+        buf = model.rollout_buffer
+        obs = buf.observations
+        obs = {k: np.asarray(v) for k, v in obs.items()} if isinstance(obs, dict) \
+            else {"": np.asarray(obs)}  # fmt: skip
+        runs[device_rollouts] = {
+            "obs": obs,
+            "rewards": np.asarray(buf.rewards),
+            "starts": np.asarray(buf.episode_starts),
+            "actions": np.asarray(buf.actions),
+            "rms": venv.obs_rms,
+            "weights": {k: v.numpy().copy() for k, v in model.policy.state_dict().items()},
+            "log": dict(model.logger.name_to_value),
+            "csv": list(csv.DictReader(open(out / "progress.csv"))),
+            "steps": model.num_timesteps,
+            "episodes": len(model.ep_info_buffer),
+        }
+    a, b = runs[False], runs[True]
+    assert a["steps"] == b["steps"] == 2 * 16 * 6
+    assert a["episodes"] == b["episodes"] > 0
+    assert b["starts"].sum() > 0  # episodes ended (by the 12-step limit) within the rollout
+    np.testing.assert_array_equal(a["starts"], b["starts"])
+    for k in a["obs"]:  # SB3's update flattened its (T, N, D) in place, env-major
+        ours = np.swapaxes(b["obs"][k], 0, 1).reshape(a["obs"][k].shape)
+        np.testing.assert_allclose(ours, a["obs"][k], rtol=1e-4, atol=5e-4)
+    np.testing.assert_allclose(b["rewards"], a["rewards"], atol=1e-5)
+    rms_a = a["rms"] if isinstance(a["rms"], dict) else {"": a["rms"]}
+    rms_b = b["rms"] if isinstance(b["rms"], dict) else {"": b["rms"]}
+    for k in rms_a:
+        np.testing.assert_allclose(rms_b[k].mean, rms_a[k].mean, rtol=1e-5, atol=1e-6)
+        assert rms_b[k].count == rms_a[k].count
+    for name, w in a["weights"].items():
+        np.testing.assert_allclose(b["weights"][name], w, rtol=1e-4, atol=1e-5, err_msg=name)
+    # the per-update profile: the update in both, the rollout's parts where they are measured
+    assert b["log"]["time/update_s"] > 0 and a["log"]["time/update_s"] > 0
+    assert float(b["csv"][-1]["time/update_s"]) > 0  # the first update, in the second row
+    for key in ("time/env_s", "time/normalizer_s", "time/policy_s"):
+        assert all(float(row[key]) > 0 for row in b["csv"]), key
+
+
+def test_a_cpu_run_is_sb3s_ppo_bit_for_bit():
+    """`TrackingPPO` on the CPU is SB3's PPO: same seed, same weights after an update."""
+    from stable_baselines3 import PPO
+
+    weights = []
+    for cls in (PPO, TrackingPPO):
+        env = TrackingVecEnv(4, autoreset_mode="same_step", obs_mode="policy", seed=0)
+        venv = VecNormalize(SB3VecEnv(env), norm_reward=False)
+        model = cls("MlpPolicy", venv, n_steps=8, batch_size=16, n_epochs=2, seed=0,
+                    device="cpu", policy_kwargs={"net_arch": [16]})  # fmt: skip
+        model.learn(32)
+        weights.append({k: v.numpy().copy() for k, v in model.policy.state_dict().items()})
+    for name, w in weights[0].items():
+        np.testing.assert_array_equal(weights[1][name], w, err_msg=name)
+
+
+def test_devices_resolve_or_are_refused_in_one_line():
+    assert resolve_device("cpu") == "cpu"
+    assert available_devices()[0] == "cpu"
+    assert resolve_device("auto") == ("cuda:0" if torch.cuda.is_available() else "cpu")
+    with pytest.raises(ValueError, match=r"^device 'tpu0' is not a torch device; use one of"):
+        resolve_device("tpu0")
+    missing = f"cuda:{torch.cuda.device_count()}"
+    with pytest.raises(ValueError, match=r"is not available here.*torch lists \['cpu'") as err:
+        resolve_device(missing)
+    assert "\n" not in str(err.value)
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="'cuda' is not available here"):
+            resolve_device("cuda")
