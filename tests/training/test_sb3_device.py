@@ -170,3 +170,42 @@ def test_devices_resolve_or_are_refused_in_one_line():
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="'cuda' is not available here"):
             resolve_device("cuda")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="torch lists a CUDA device here")
+@pytest.mark.parametrize(("library", "algo"), [("sb3", "ppo"), ("sb3", "sac"), ("rsl_rl", "ppo")])
+def test_every_learner_refuses_a_gpu_torch_does_not_list_before_any_work(tmp_path, library, algo):
+    from gym_motion.training import train
+
+    if library == "rsl_rl":
+        pytest.importorskip("rsl_rl")
+    config = RunConfig(library=library, algo=algo, device="cuda:0", num_envs=2,
+                       obs_mode="policy" if algo == "sac" else "dict",
+                       total_steps=48, out=str(tmp_path / "run"))  # fmt: skip
+    with pytest.raises(ValueError, match=r"^device 'cuda:0' is not available here") as err:
+        train(config)
+    assert "\n" not in str(err.value)
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(("library", "algo"), [("sb3", "ppo"), ("sb3", "sac"), ("rsl_rl", "ppo")])
+def test_every_learner_trains_on_the_device_auto_resolves_to(tmp_path, capsys, library, algo):
+    import json
+
+    from gym_motion.training import RunFolder, train
+
+    if library == "rsl_rl":
+        pytest.importorskip("rsl_rl")
+    out = tmp_path / "run"
+    config = RunConfig(library=library, algo=algo, device="auto", num_envs=2, seed=0,
+                       obs_mode="policy" if algo == "sac" else "dict", total_steps=48,
+                       eval_every_steps=0, video_seconds=0.0, eval_max_seconds=0.2,
+                       ppo={"n_steps": 24} if library == "sb3" and algo == "ppo" else {},
+                       sac={"learning_starts": 8} if algo == "sac" else {},
+                       out=str(out))  # fmt: skip
+    summary = train(config)
+    expected = "cuda:0" if torch.cuda.is_available() else "cpu"
+    assert f"device auto -> {expected}" in capsys.readouterr().out
+    assert json.loads((out / "config.json").read_text())["train"]["device"] == expected
+    assert summary["env_steps"] >= 48
+    assert RunFolder(out).run_config().device == expected

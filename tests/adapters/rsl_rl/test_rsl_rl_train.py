@@ -18,6 +18,7 @@ from gym_motion.adapters.rsl_rl.config import (  # noqa: E402
     runner_cfg,
 )
 from gym_motion.cli import build_parser, main  # noqa: E402
+from gym_motion.cli.train import run_config  # noqa: E402
 from gym_motion.training import RunConfig, RunFolder, train, train_env_cfg  # noqa: E402
 
 RUN_FILES = ("model.pt", "config.json", "summary.json", "training_curves.png")
@@ -85,10 +86,11 @@ def test_a_run_keeps_its_recorded_settings_after_the_defaults_change(tiny_run, t
 
 
 def test_train_cli_library_switch():
-    args = build_parser().parse_args(["train"])
-    assert args.library == "sb3" and args.device == "cpu"
-    args = build_parser().parse_args(["train", "--library", "rsl_rl", "--device", "cuda:0"])
-    assert (args.library, args.device) == ("rsl_rl", "cuda:0")
+    config = run_config(build_parser().parse_args(["train"]))
+    assert config.library == "sb3" and config.device == "cpu"
+    argv = ["train", "--library", "rsl_rl", "--device", "cuda:0"]
+    config = run_config(build_parser().parse_args(argv))
+    assert (config.library, config.device) == ("rsl_rl", "cuda:0")
 
 
 def test_train_writes_the_run_folder(tiny_run):
