@@ -20,6 +20,12 @@ import gymnasium as gym
 # step in non-physics phases, against 6.4 % with passive waiting. A value set by the user wins.
 os.environ.setdefault("GOMP_SPINCOUNT", "10000")
 
+# A MUJOCO_GL whose library is missing would make `import mujoco` fail: switched off, with a
+# warning, before any module of the package imports mujoco (gym_motion.gl)
+from gym_motion.gl import guard_mujoco_gl  # noqa: E402
+
+guard_mujoco_gl()
+
 __version__ = "0.1.0"
 
 _TRAIN = ("gym_motion.envs.registration:tracking_env", "gym_motion.envs.tracking:TrackingVecEnv")

@@ -14,8 +14,8 @@ robot should be). Every backend fills that state, so rendering works for "mujoco
 
 Offscreen rendering needs an OpenGL context, chosen by MuJoCo from the ``MUJOCO_GL``
 environment variable when ``mujoco`` is first imported: on a machine without a display set
-``MUJOCO_GL=egl`` (software EGL works without a GPU). ``gym-motion`` sets that default itself
-when there is no display.
+``MUJOCO_GL=egl`` (software EGL works without a GPU), or ``osmesa``. ``gym-motion render`` and
+``train`` choose the first that loads when there is no display (`gym_motion.gl`).
 
 Example:
     >>> import gymnasium as gym, gym_motion  # doctest: +SKIP
@@ -59,10 +59,6 @@ RENDER_MODES = ("rgb_array",)
 
 GHOST_PREFIX = "ghost/"
 """Prefix of the names of the reference copy of the robot in the scene model."""
-
-# Headless default of `gym-motion`: MuJoCo reads MUJOCO_GL once, when it is first imported.
-HEADLESS_GL = "egl"
-
 
 @dataclass(frozen=True)
 class RenderCfg:
@@ -344,11 +340,12 @@ class TrackingRenderer:
         try:
             self._renderer = mujoco.Renderer(m, cfg.height, cfg.width)
         except Exception as exc:  # noqa: BLE001 - MuJoCo/PyOpenGL raise several kinds
+            from gym_motion.gl import install_hint
+
             raise RuntimeError(
                 "offscreen rendering needs an OpenGL context and none could be made "
-                f"(MUJOCO_GL={os.environ.get('MUJOCO_GL')!r}): without a display, set "
-                f"MUJOCO_GL={HEADLESS_GL} (or osmesa) before mujoco is first imported. "
-                f"Cause: {exc}"
+                f"(MUJOCO_GL={os.environ.get('MUJOCO_GL')!r}): without a display, "
+                f"{install_hint()}, before mujoco is first imported. Cause: {exc}"
             ) from exc
         self._renderer.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = bool(cfg.shadows)
 

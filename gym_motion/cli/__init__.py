@@ -61,14 +61,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     dependency) are printed as one line with exit code 2; set ``GYM_MOTION_DEBUG=1`` for the
     traceback.
     """
-    # MuJoCo picks its OpenGL platform from MUJOCO_GL once, when first imported (not yet
-    # here): without a display, offscreen rendering (render, train's video) needs EGL, which
-    # also works in software without a GPU. A value set by the user wins.
-    if sys.platform.startswith("linux") and not (
-        os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
-    ):
-        os.environ.setdefault("MUJOCO_GL", "egl")
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # MuJoCo picks its OpenGL platform from MUJOCO_GL once, when first imported (the parser's
+    # help texts import it): only the commands that render offscreen choose one first
+    # (gym_motion.gl); the others never load OpenGL
+    command = next((a for a in argv if not a.startswith("-")), None)
+    gl_error = None
+    if command == "render" or (command == "train" and "--no-video" not in argv):
+        from gym_motion.gl import GLUnavailable, choose_for_rendering
+
+        try:
+            choose_for_rendering()
+        except GLUnavailable as exc:
+            gl_error = str(exc)
     args = build_parser().parse_args(argv)
+    if gl_error and args.command == "render":
+        print(f"gym-motion render: error: {gl_error}", file=sys.stderr)
+        return 2
+    if gl_error and args.command == "train":
+        print(f"warning: {gl_error}; training without final_eval.mp4", file=sys.stderr)
+        args.no_video = True
     try:
         with warnings.catch_warnings():
             if not os.environ.get("GYM_MOTION_DEBUG"):
