@@ -19,7 +19,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "gym_motion"
 # layers below it, never above. The first matching prefix (a module path, "/"-separated,
 # without ".py") gives a file's layer.
 LAYERS = (
-    ("core", ("config_values", "atomic", "curriculum", "robots", "kernels", "motion",
+    ("core", ("config_values", "atomic", "gl", "curriculum", "robots", "kernels", "motion",
               "backends")),
     ("env", ("managers", "envs", "render", "__init__")),
     ("policies", ("policy", "evaluate", "video", "play", "viewer", "deploy", "bench")),
