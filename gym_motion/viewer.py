@@ -85,7 +85,10 @@ class ScenePoser:
 
 
 def check_port(host: str, port: int) -> int:
-    """`port` if it can be bound on `host` now (0: a free port the OS picks, returned).
+    """`port` if it can be bound on `host` now (0: a free port the OS picks, returned). A port
+    whose last connections are in TIME_WAIT (a viewer stopped with a browser connected) is
+    free, as for the server, which binds with ``SO_REUSEADDR`` too; one a process listens on is
+    not.
 
     Raises:
         ValueError: the port is in use (or not allowed), in one line.
@@ -93,6 +96,7 @@ def check_port(host: str, port: int) -> int:
     if not 0 <= int(port) <= 65535:
         raise ValueError(f"port must be in [0, 65535], got {port}")
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((host, int(port)))
         except OSError as exc:

@@ -157,6 +157,28 @@ def test_busy_port_is_a_one_line_error(capsys):
     assert f"port {port} on 127.0.0.1 is not free" in err
 
 
+def test_a_port_left_in_time_wait_is_free_again_at_once():
+    """A viewer stopped while a browser was connected leaves its port's connection in
+    TIME_WAIT for 60 s; `check_port` binds it as the server does (SO_REUSEADDR)."""
+    from gym_motion.viewer import check_port
+
+    server = socket.socket()
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    port = server.getsockname()[1]
+    client = socket.create_connection(("127.0.0.1", port))
+    conn, _ = server.accept()
+    conn.close()  # the server side closes first: its end goes to TIME_WAIT
+    client.recv(1)
+    client.close()
+    server.close()
+    with socket.socket() as plain:  # without SO_REUSEADDR the port is refused
+        with pytest.raises(OSError):
+            plain.bind(("127.0.0.1", port))
+    assert check_port("127.0.0.1", port) == port
+
+
 def test_native_viewer_without_a_display_is_a_one_line_error(capsys, monkeypatch):
     monkeypatch.delenv("DISPLAY", raising=False)
     monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
