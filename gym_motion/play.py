@@ -198,15 +198,17 @@ class PlaySession:
         """
         if self.ended is not None:
             self.reset(0)
-        self.steps += 1
         if self._env is None:
+            self.steps += 1
             self.frame += 1
             end = self.frame >= self.num_frames - 1
             if end:
                 self.ended = f"clip end at step {self.steps}"
             return StepResult(self.frame, ended=self.ended)
         env = self._env
+        # a policy or env error leaves the session where it was (the step is not counted)
         self._obs, _, terminated, truncated, info = env.step(self._act(self._obs))
+        self.steps += 1
         self.frame = int(env.command.frames[0])
         rewards = {k[len("reward/"):]: float(v[0]) for k, v in info.items()
                    if k.startswith("reward/")}  # fmt: skip

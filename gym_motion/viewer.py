@@ -249,7 +249,7 @@ class _BrowserUI:
                 # behind by more than 10 steps (a slow machine): drop them, don't race
                 next_step = max(next_step, now - 10 * s.dt / self.speed)
                 while self.playing and next_step <= now:
-                    self._record(s.step())
+                    self._guarded(self._step)
                     next_step += s.dt / self.speed
                 changed = True
             elif not self.playing:
@@ -261,34 +261,54 @@ class _BrowserUI:
                 last_update, dirty = now, False
             time.sleep(min(_UPDATE_S / 2, max(0.0, next_step - time.perf_counter())))
 
+    def _step(self) -> None:
+        self._record(self.session.step())
+
+    def _guarded(self, action: Callable[[], None]) -> None:
+        """Run `action` (a step, a reset, a clip switch); an exception from the policy or the
+        env pauses playback and shows its message where terminations are shown, and the
+        viewer stays up: the user can scrub, switch clips or reset."""
+        try:
+            action()
+        except Exception as exc:  # noqa: BLE001 - any policy or env error; the loop goes on
+            self.playing = False
+            message = " ".join(f"{type(exc).__name__}: {exc}".split())
+            self.episode_text.value = f"error (paused): {message}"[:500]
+            print(f"gym-motion play: paused by an error: {message}", file=sys.stderr, flush=True)
+
     def _handle_events(self) -> bool:
-        s, changed = self.session, False
+        changed = False
         while True:
             try:
-                kind, value = self.events.get_nowait()
+                event = self.events.get_nowait()
             except queue.Empty:
                 return changed
             changed = True
-            if kind == "button":
-                if value == "Play":
-                    self.playing = True
-                elif value == "Pause":
-                    self.playing = False
-                else:  # Step
-                    self.playing = False
-                    self._record(s.step())
-            elif kind == "speed":
-                self.speed = float(value)
-            elif kind == "seek":
-                s.reset(min(int(value), s.last_start))
-                self._clear_plots()
-            elif kind == "reset":
-                s.reset(0)
-                self._clear_plots()
-            elif kind == "clip" and value != s.clip_index:
-                s.select_clip(value)
-                self.seek.max = max(1, s.last_start)
-                self._clear_plots()
+            self._guarded(lambda e=event: self._handle(*e))
+
+    def _handle(self, kind: str, value: Any) -> None:
+        """Apply one event from the panel (run through `_guarded`)."""
+        s = self.session
+        if kind == "button":
+            if value == "Play":
+                self.playing = True
+            elif value == "Pause":
+                self.playing = False
+            else:  # Step
+                self.playing = False
+                self._step()
+        elif kind == "speed":
+            self.speed = float(value)
+        elif kind == "seek":
+            s.reset(min(int(value), s.last_start))
+            self._clear_plots()
+        elif kind == "reset":
+            s.reset(0)
+            self._clear_plots()
+        elif kind == "clip" and value != s.clip_index:
+            s.select_clip(value)
+            self.seek.max = max(1, s.last_start)
+            self._clear_plots()
 
     def _record(self, result: StepResult) -> None:
         if result.ended is not None:

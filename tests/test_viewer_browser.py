@@ -164,3 +164,67 @@ def test_browser_plays_pauses_and_seeks_then_ctrl_c_stops_cleanly(play_url):
     out, err = proc.communicate(timeout=90)
     assert proc.returncode == 0, err[-2000:]
     assert "gym-motion play: stopped" in err and "Traceback" not in err
+
+
+def test_a_policy_error_pauses_the_viewer_which_shows_it_and_stays_up(tmp_path):
+    """A policy that outputs NaN on one frame: the step is refused (ValueError), the loop
+    pauses and the panel says why; reset and play go on, and the server stops cleanly."""
+    import threading
+
+    from gym_motion.motion import DEFAULT_MOTION_PATH
+    from gym_motion.play import PlaySession
+    from gym_motion.render import RenderCfg
+    from gym_motion.viewer import serve_browser
+
+    calls = {"n": 0}
+
+    def nan_once(obs):
+        calls["n"] += 1
+        actions = np.zeros((len(obs), 29), np.float32)
+        if calls["n"] == 30:
+            actions[0, 3] = np.nan
+        return actions
+
+    session = PlaySession([DEFAULT_MOTION_PATH], policy=nan_once)
+    ready, stop, errors = threading.Event(), threading.Event(), []
+    urls: list[str] = []
+
+    def serve():
+        try:
+            serve_browser(session, port=0, render_cfg=RenderCfg(meshes="off"), stop=stop,
+                          on_ready=lambda url: (urls.append(url), ready.set()))  # fmt: skip
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
+            errors.append(exc)
+            ready.set()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    assert ready.wait(60) and not errors, errors
+    episode_js = r"""Array.from(document.querySelectorAll('input')).map(i => i.value)
+        .find(v => v.startsWith('error') || v === 'running' || v.startsWith('ended')) ?? null"""
+    try:
+        with sync_api.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
+            try:
+                page = browser.new_page(viewport={"width": 1280, "height": 800})
+                page.goto(urls[0])
+                page.get_by_role("button", name="Pause").wait_for(timeout=30_000)
+                def error_shown():
+                    text = page.evaluate(episode_js) or ""
+                    return text if text.startswith("error") else None
+
+                shown = _wait(error_shown, timeout=60, what="the error")
+                assert shown.startswith("error (paused): ValueError:") and "not finite" in shown
+                stopped = _wait(lambda: _settled(page, 2.0), timeout=30, what="a paused counter")
+                assert stopped == 29  # the 30th step was refused: the robot stays at frame 29
+                assert thread.is_alive()
+                page.get_by_role("button", name="Reset to clip start").click()
+                _wait(lambda: page.evaluate(episode_js) == "running" or None, what="reset")
+                page.get_by_role("button", name="Play").click()
+                _wait(lambda: _frame(page) > 5 or None, what="playing again")
+            finally:
+                browser.close()
+    finally:
+        stop.set()
+        thread.join(30)
+    assert not thread.is_alive() and not errors
