@@ -39,7 +39,7 @@ from gym_motion.training.progress import RunAborted
 if TYPE_CHECKING:
     from gym_motion.training.config import RunConfig
 
-__all__ = ["Collector", "Sampler", "SamplerBatch", "SamplerPool", "array_bytes"]
+__all__ = ["Collector", "Sampler", "SamplerBatch", "SamplerPool", "array_bytes", "init_ray"]
 
 # Object store of a Ray instance the pool starts: a PPO rollout returns ~46 kB per env (24 steps
 # of 1,916 B, docs/scaling.md); room for two iterations' rollouts and the weights
@@ -287,13 +287,8 @@ class SamplerPool:
         self.restarts = [0] * k
         self._owns_ray = not ray.is_initialized()
         if self._owns_ray:
-            if config.ray_address:
-                ray.init(address=config.ray_address, include_dashboard=False,
-                         log_to_driver=True)  # fmt: skip
-            else:
-                store = max(MIN_OBJECT_STORE, OBJECT_STORE_PER_ENV * config.num_envs)
-                ray.init(num_cpus=max(len(available_cpus()), self.cpus * k),
-                         object_store_memory=store, include_dashboard=False)  # fmt: skip
+            store = max(MIN_OBJECT_STORE, OBJECT_STORE_PER_ENV * config.num_envs)
+            init_ray(config.ray_address, max(len(available_cpus()), self.cpus * k), store)
         self._actors: list[Any] = [None] * k
         self._blocks: list[tuple[int, int]] = [(0, 1)] * k
         self.cpu_ids: list[tuple[int, ...]] = [()] * k
@@ -420,6 +415,38 @@ def _kill(actor: Any) -> None:
         ray.kill(actor, no_restart=True)
     except Exception:  # already gone, or Ray already shut down
         pass
+
+
+def init_ray(address: str | None, num_cpus: int, object_store_memory: int) -> None:
+    """Start Ray for a run's samplers: without `address`, a local instance of its own with
+    `num_cpus` CPUs and `object_store_memory` bytes (``address="local"``: a cluster that
+    ``RAY_ADDRESS`` or an earlier ``ray start`` points at is left alone); with one, connect to
+    that cluster.
+
+    Raises:
+        ValueError: the cluster at `address` cannot be reached, in one line; where
+            ``RAY_AUTH_MODE=token`` is not set, naming it (a cluster that ``ray start`` began
+            with token authentication refuses a driver that sends no token).
+    """
+    ray = _import_ray()
+    if address is None:
+        ray.init(address="local", num_cpus=num_cpus, object_store_memory=object_store_memory,
+                 include_dashboard=False)  # fmt: skip
+        return
+    refused = (ConnectionError, getattr(ray.exceptions, "AuthenticationError", ConnectionError))
+    try:
+        ray.init(address=address, include_dashboard=False, log_to_driver=True)
+    except refused as exc:
+        cause = " ".join(f"{type(exc).__name__}: {exc}".split())
+        hint = ""
+        if os.environ.get("RAY_AUTH_MODE", "").strip().lower() != "token":
+            hint = ("; a cluster that `ray start` began with token authentication (Ray 2.59+ "
+                    "turns it on where ~/.ray/auth_token exists) needs RAY_AUTH_MODE=token in "
+                    "this driver's environment, with the cluster's token in ~/.ray/auth_token "
+                    "or RAY_AUTH_TOKEN")  # fmt: skip
+        raise ValueError(
+            f"cannot connect to the Ray cluster at {address} ({cause}){hint}"
+        ) from None
 
 
 def _import_ray():
