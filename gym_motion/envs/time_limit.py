@@ -15,13 +15,25 @@ from gymnasium.envs.registration import EnvSpec
 
 from gym_motion import config_values as cv
 from gym_motion.envs.config import MAX_EPISODE_STEPS
+from gym_motion.motion.library import MotionLibrary, Playback
 
 __all__ = ["TimeLimitMixin", "spec_with_time_limit"]
 
 
 def spec_with_time_limit(spec: EnvSpec | None, max_episode_steps: int) -> EnvSpec | None:
-    """`spec` (None stays None) with ``max_episode_steps`` set to the env's own time limit."""
-    if spec is None or spec.max_episode_steps == max_episode_steps:
+    """`spec` (None stays None) with ``max_episode_steps`` set to the env's own time limit,
+    and a `MotionLibrary` built from clip files in its kwargs given as those files (its
+    ``source``: the paths, and ``motion_playback`` when not real time), so that the spec
+    serialises (``to_json``) and rebuilds the same env."""
+    if spec is None:
+        return spec
+    motion = spec.kwargs.get("motion")
+    if isinstance(motion, MotionLibrary) and motion.source is not None:
+        kwargs = {**spec.kwargs, "motion": list(motion.source["paths"])}
+        if motion.source["playback"] != Playback.REAL_TIME:
+            kwargs["motion_playback"] = motion.source["playback"]
+        spec = replace(spec, kwargs=kwargs)
+    if spec.max_episode_steps == max_episode_steps:
         return spec
     return replace(spec, max_episode_steps=max_episode_steps)
 

@@ -18,6 +18,7 @@ import os
 from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -77,7 +78,13 @@ class MotionLibrary:
         ValueError: no clips; a clip at another rate than ``fps`` (or the first clip's), with
             other joints, or lacking a body of ``body_names``; ``fps`` not a positive number.
 
+    A library is read-only once built, so copies share it: ``copy.deepcopy`` returns the same
+    object (gymnasium deep-copies an env's spec, whose kwargs may hold the library, on every
+    wrapper's ``spec`` read).
+
     Attributes:
+        source: how `from_paths` built it, ``{"paths": [...], "playback": ...}`` (absolute clip
+            paths), from which an env spec rebuilds it; None for a library of clips in memory.
         fps: frames per second of all clips.
         joint_names, body_names: name tuples of the stored columns.
         lengths: ``(C,) int32`` frames per clip; starts: ``(C,) int64`` first row of each clip.
@@ -94,6 +101,7 @@ class MotionLibrary:
         clips = list(clips)
         if not clips:
             raise ValueError("a MotionLibrary needs at least one clip")
+        self.source: dict[str, Any] | None = None
         first = clips[0]
         self.fps = first.fps if fps is None else check_fps(fps)
         self.joint_names = first.joint_names
@@ -164,7 +172,12 @@ class MotionLibrary:
         else:
             clips = [load_clip(f, robot=robot, fps=fps) for f in files]
         names = body_names if body_names is not None else robot.body_names
-        return cls(clips, body_names=names, names=[f.stem for f in files])
+        library = cls(clips, body_names=names, names=[f.stem for f in files])
+        library.source = {"paths": [str(f.resolve()) for f in files], "playback": str(playback)}
+        return library
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> MotionLibrary:
+        return self  # read-only: a copy shares it (see the class docstring)
 
     @classmethod
     def load(

@@ -51,3 +51,41 @@ def test_eval_id_plays_clips_from_their_start_without_noise():
     np.testing.assert_array_equal(direct.reset(seed=0)[0], obs_a)
     direct.close()
     envs.close()
+
+
+def test_a_library_given_to_make_is_one_object_and_its_spec_serialises():
+    """gymnasium's wrappers deep-copy the spec on every ``spec`` read: a `MotionLibrary` in its
+    kwargs is shared, not copied, and one built from files is named by them, so the spec
+    serialises and rebuilds the same env (the playback too)."""
+    import copy
+
+    from gymnasium.envs.registration import EnvSpec
+    from gymnasium.wrappers import RecordEpisodeStatistics
+
+    from gym_motion.motion import DEFAULT_MOTION_PATH, MotionLibrary
+    from gym_motion.motion.clip import load_clip
+
+    in_memory = MotionLibrary([load_clip(DEFAULT_MOTION_PATH, fps=50.0)])
+    assert in_memory.source is None and copy.deepcopy(in_memory) is in_memory
+    env = RecordEpisodeStatistics(gym.make("GymMotion/G1-Tracking-v0", motion=in_memory))
+    assert env.spec.kwargs["motion"] is in_memory  # through three wrappers' copies
+    assert env.unwrapped.spec.kwargs["motion"] is in_memory
+    env.close()
+
+    for playback in ("real_time", "frame_per_step"):
+        files = MotionLibrary.from_paths([DEFAULT_MOTION_PATH], playback=playback)
+        env = RecordEpisodeStatistics(gym.make("GymMotion/G1-Tracking-v0", motion=files))
+        spec = env.spec
+        assert spec.kwargs["motion"] == [str(DEFAULT_MOTION_PATH.resolve())]
+        assert spec.kwargs.get("motion_playback", "real_time") == playback
+        rebuilt = gym.make(EnvSpec.from_json(spec.to_json()))
+        a, b = files, rebuilt.unwrapped.vec.library
+        assert a.num_frames == b.num_frames
+        np.testing.assert_array_equal(a.joint_pos, b.joint_pos)
+        env.close()
+        rebuilt.close()
+    vec = gym.make_vec("GymMotion/G1-Tracking-v0", num_envs=2, motion=files,
+                       vectorization_mode="vector_entry_point")  # fmt: skip
+    assert vec.spec.kwargs["motion"] == [str(DEFAULT_MOTION_PATH.resolve())]
+    assert vec.unwrapped.library is files
+    vec.close()
