@@ -45,10 +45,15 @@ class EventTermCfg:
         params: keyword arguments of `func`.
         interval_s: (low, high) s between firings; required for (and only for) interval mode.
 
+    A term function may declare the ranges it draws from in ``func.param_ranges`` (parameter
+    -> `ParamRange`; the terms below do): each is checked here, when the config is built.
+
     Raises:
         ValueError: func not callable, an unknown mode, params not a dict with str keys,
             interval_s given for another mode, missing for interval mode, or not a (low, high)
-            pair of finite numbers with 0 < low <= high (named).
+            pair of finite numbers with 0 < low <= high; a declared range that is not
+            (low, high) pairs of finite numbers with low <= high within its bound (one line
+            naming the term, parameter and value).
     """
 
     func: Callable[..., None]
@@ -71,6 +76,37 @@ class EventTermCfg:
             interval = cv.interval("EventTermCfg.interval_s", self.interval_s, low=0.0,
                                    low_open=True)  # fmt: skip
             object.__setattr__(self, "interval_s", interval)
+        name = getattr(self.func, "__name__", repr(self.func))
+        for param, spec in getattr(self.func, "param_ranges", {}).items():
+            if param in self.params:
+                spec.check(f"event term {name}: {param}", self.params[param])
+
+
+@dataclass(frozen=True)
+class ParamRange:
+    """What a term's range parameter must be: one (low, high) pair (`rows` None) or `rows`
+    pairs, each of finite numbers with low <= high, and both >= `low` (> `low` with
+    `low_open`; None: no bound), `why` saying what the bound is for."""
+
+    rows: int | None = None
+    low: float | None = None
+    low_open: bool = False
+    why: str = ""
+
+    def check(self, where: str, value: Any) -> None:
+        """Raises ValueError naming `where` and the value when `value` breaks the rule."""
+        pairs = [value] if self.rows is None else value
+        if self.rows is not None and (not isinstance(value, (tuple, list, np.ndarray))
+                                      or len(value) != self.rows):  # fmt: skip
+            raise ValueError(f"{where} must be {self.rows} (low, high) pairs, got {value!r}")
+        for i, pair in enumerate(pairs):
+            at = where if self.rows is None else f"{where}[{i}]"
+            low, _ = cv.interval(at, pair)  # finite numbers, low <= high
+            if self.low is not None:
+                try:
+                    cv.real(f"{at}[0]", low, low=self.low, low_open=self.low_open)
+                except ValueError as exc:
+                    raise ValueError(f"{exc}{f' ({self.why})' if self.why else ''}") from None
 
 
 @dataclass(frozen=True)
@@ -139,6 +175,16 @@ def push_root(
     r = np.array(velocity_range)
     kick = rng.uniform(r[:, 0], r[:, 1], size=(env_ids.size, 6))
     ctx.backend.add_root_velocity(env_ids, kick[:, :3], kick[:, 3:])
+
+
+# the ranges each term draws from, checked when its EventTermCfg is built
+body_com_offset.param_ranges = {"offset_range": ParamRange(rows=3)}
+foot_friction.param_ranges = {
+    "friction_range": ParamRange(low=0.0, low_open=True,
+                                 why="a friction coefficient <= 0 makes MuJoCo's contacts diverge")
+}  # fmt: skip
+encoder_bias.param_ranges = {"bias_range": ParamRange()}
+push_root.param_ranges = {"velocity_range": ParamRange(rows=6)}
 
 
 # ------------------------------------------------------------------ manager

@@ -228,3 +228,32 @@ def test_checked_values_are_normalised_and_round_trip():
     arrays = ResetCfg(pose_range=np.array(ResetCfg().pose_range), joint_pos_range=np.array(
         [-0.1, 0.1]))  # fmt: skip
     assert arrays == ResetCfg() and isinstance(arrays.pose_range[0][0], float)
+
+
+@pytest.mark.parametrize(
+    ("term", "params", "message"),
+    [
+        ("foot_friction", {"friction_range": (-0.6, 1.2)},
+         r"event term foot_friction: friction_range\[0\] must be a finite number > 0, got -0.6 "
+         r"\(a friction coefficient"),
+        ("foot_friction", {"friction_range": (0, 0)}, r"friction_range\[0\] must be .* > 0, got 0"),
+        ("foot_friction", {"friction_range": (1.2, 0.3)},
+         r"event term foot_friction: friction_range must have low <= high, got \(1.2, 0.3\)$"),
+        ("encoder_bias", {"bias_range": (0.01, -0.01)}, r"encoder_bias: bias_range must have low"),
+        ("push_root", {"velocity_range": ((-0.5, 0.5),) * 5},
+         r"event term push_root: velocity_range must be 6 \(low, high\) pairs"),
+        ("body_com_offset", {"body": "torso_link", "offset_range": ((0, 1), (0, 1), (1, 0))},
+         r"body_com_offset: offset_range\[2\] must have low <= high"),
+    ],
+)  # fmt: skip
+def test_event_ranges_are_checked_when_the_config_is_built(term, params, message):
+    from gym_motion.managers import events
+    from gym_motion.managers.events import EventTermCfg
+
+    mode, interval = ("interval", (1.0, 3.0)) if term == "push_root" else ("startup", None)
+    with pytest.raises(ValueError, match=message) as err:
+        EventTermCfg(getattr(events, term), mode, params, interval_s=interval)
+    assert "\n" not in str(err.value)
+    # the default task's ranges pass, and survive the config's JSON
+    cfg = TrackingEnvCfg()
+    assert TrackingEnvCfg.from_json(cfg.to_json()) == cfg
