@@ -190,15 +190,17 @@ class TrackingVecEnv(
         gymnasium's `SyncVectorEnv`).
 
         Raises:
-            ValueError: a reset mask of the wrong shape, a list of seeds, or a start outside
-                the library.
+            ValueError: a reset mask of the wrong shape, a seed that is not one int (a list or
+                array of seeds), or a start outside the library.
         """
         self._check_usable("reset")
         pending, self._seed = self._seed, None  # the constructor's seed: first reset only
         if seed is None:
             seed = pending
-        if isinstance(seed, Sequence):
-            raise ValueError("TrackingVecEnv takes one int seed for all envs, not a list")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int | np.integer)):
+            what = "a list" if isinstance(seed, Sequence | np.ndarray) else type(seed).__name__
+            raise ValueError(f"TrackingVecEnv takes one int seed for all envs, not {what}: "
+                             f"{seed!r}")  # fmt: skip
         mask = None if options is None else options.get("reset_mask")
         start = None if options is None else options.get("start")
         if start is not None:

@@ -273,13 +273,15 @@ def _device(name: str) -> str:
 @contextmanager
 def _interruptible(summary: dict[str, Any]) -> Iterator[None]:
     """Ctrl-C ends the after-learning steps (evaluations, video), not the run: the model is
-    saved by then; `summary` gets ``"interrupted": True`` and lacks what was not done."""
+    saved by then; `summary` gets ``"interrupted": True`` and lacks what was not done, which
+    the message names (the evaluation, or only the video once the evaluation is in)."""
     try:
         yield
     except KeyboardInterrupt:
         summary["interrupted"] = True
+        lacks = "the video" if "after" in summary else "the after-training evaluation"
         print("\ngym-motion train: interrupted after learning; the model is saved, "
-              "summary.json lacks the after-training evaluation", file=sys.stderr)  # fmt: skip
+              f"summary.json lacks {lacks}", file=sys.stderr)  # fmt: skip
 
 
 def _stopped_by(interrupted: bool, hit_budget: bool) -> str:

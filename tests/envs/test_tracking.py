@@ -552,3 +552,13 @@ def test_anchor_velocity_obs_appends_the_reference_anchor_twist_to_both_groups()
     noisy = TrackingEnvCfg(anchor_velocity_obs=True, policy_obs_noise={"anchor_vel": 0.1})
     assert noisy.observation_groups()["policy"]["anchor_vel"].noise == 0.1
     assert noisy.observation_groups()["critic"]["anchor_vel"].noise == 0.0
+
+
+@pytest.mark.parametrize("seeds", [[1, 2], (1, 2), np.array([1, 2]), np.array(3), 1.5, True])
+def test_a_seed_that_is_not_one_int_is_refused(seeds):
+    env = TrackingVecEnv(2)
+    with pytest.raises(ValueError, match="TrackingVecEnv takes one int seed for all envs, not"):
+        env.reset(seed=seeds)
+    obs, _ = env.reset(seed=np.int64(3))  # a NumPy integer is one int
+    again, _ = TrackingVecEnv(2).reset(seed=3)
+    np.testing.assert_array_equal(obs, again)

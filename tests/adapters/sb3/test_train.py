@@ -406,7 +406,26 @@ def test_ctrl_c_during_the_final_evaluation_still_writes_the_summary(tmp_path, m
     saved = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert saved["interrupted"] and saved["env_steps"] >= 100
     assert print_summary(saved) == 130
-    assert "interrupted after learning; the model is saved" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "interrupted after learning; the model is saved, summary.json lacks the " \
+        "after-training evaluation" in err  # fmt: skip
+
+
+def test_ctrl_c_during_the_final_video_says_only_the_video_is_missing(tmp_path, monkeypatch,
+                                                                      capsys):  # fmt: skip
+    def video(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("gym_motion.training.skeleton._final_video", video)
+    config = RunConfig(num_envs=2, total_steps=100, eval_every_steps=0,
+                       out=str(tmp_path / "run"), eval_max_seconds=0.1)  # fmt: skip
+    summary = train(config)
+    assert summary["interrupted"] and "after" in summary and "video" not in summary
+    saved = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert saved["after"]["mean"]["episode_length"] > 0
+    err = capsys.readouterr().err
+    assert "the model is saved, summary.json lacks the video" in err
+    assert "lacks the after-training evaluation" not in err
 
 
 def test_wall_clock_budget_stops_learning_and_the_summary_says_so(tmp_path, capsys):
