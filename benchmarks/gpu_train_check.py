@@ -130,8 +130,12 @@ def main(argv: list[str] | None = None) -> int:
     argv_train = ["train", "--motion", args.motion, "--recipe", "clip", "--device", args.device,
                   "--max-minutes", str(args.minutes), "--no-video", "--seed", str(args.seed),
                   "--out", str(out / "run"), "--checkpoint-minutes", "0"]  # fmt: skip
-    for flag, value in (("--num-envs", args.num_envs), ("--backend", args.backend),
-                        ("--total-steps", args.total_steps), ("--eval-every", args.eval_every)):
+    for flag, value in (
+        ("--num-envs", args.num_envs),
+        ("--backend", args.backend),
+        ("--total-steps", args.total_steps),
+        ("--eval-every", args.eval_every),
+    ):
         if value is not None:
             argv_train += [flag, str(value)]
     result["command"] = "gym-motion " + " ".join(argv_train)

@@ -29,9 +29,7 @@ def eval_steps(threads: int, steps: int) -> tuple[float, float]:
     default options)."""
     policy = OnnxPolicy(FENCE / "B_Fence1.onnx", intra_op_threads=max(threads, 1))
     if threads == 0:  # onnxruntime's defaults, as OnnxPolicy used them before item 5
-        policy.session = ort.InferenceSession(
-            str(policy.path), providers=["CPUExecutionProvider"]
-        )
+        policy.session = ort.InferenceSession(str(policy.path), providers=["CPUExecutionProvider"])
     env = TrackingVecEnv(1, motion=FENCE / "B_Fence1.npz", cfg=eval_cfg(),
                          motion_playback="frame_per_step")  # fmt: skip
     try:

@@ -52,9 +52,11 @@ def main() -> None:
             cpu_ms = 1000 * (time.process_time() - cpu) / len(poses)
             ms = 1000 * np.array(times)
             kind = "primitives" if meshes == "off" else "meshes"
-            print(f"{width}x{height} {kind:>10}: median {np.median(ms):6.1f} ms, p90 "
-                  f"{np.percentile(ms, 90):6.1f} ms, CPU {cpu_ms:6.1f} ms  (ngeom "
-                  f"{r.model.ngeom}, nmesh {r.model.nmesh}, mesh faces {r.model.nmeshface})")
+            print(
+                f"{width}x{height} {kind:>10}: median {np.median(ms):6.1f} ms, p90 "
+                f"{np.percentile(ms, 90):6.1f} ms, CPU {cpu_ms:6.1f} ms  (ngeom "
+                f"{r.model.ngeom}, nmesh {r.model.nmesh}, mesh faces {r.model.nmeshface})"
+            )
             r.close()
 
 

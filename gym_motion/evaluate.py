@@ -292,7 +292,8 @@ def format_table(result: dict[str, Any]) -> str:
     for name, r in rows:
         ended = ending(r["terminations"][0]) if r.get("terminations") else ""
         lines.append(
-            f"{name:<{w}} " + " ".join(f"{fmt.format(r[k]):>13}" for _, k, fmt in cols)
+            f"{name:<{w}} "
+            + " ".join(f"{fmt.format(r[k]):>13}" for _, k, fmt in cols)
             + f"  {ended}"
         )
     return "\n".join(lines)

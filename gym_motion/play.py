@@ -218,7 +218,7 @@ class PlaySession:
                           strict=True))  # fmt: skip
         failed = bool(terminated[0])
         if failed:
-            causes = [k[len(_CAUSE):] for k in info if k.startswith(_CAUSE) and info[k][0]]
+            causes = [k[len(_CAUSE) :] for k in info if k.startswith(_CAUSE) and info[k][0]]
             self.ended = f"{'+'.join(causes) or 'terminated'} at step {self.steps}"
         elif truncated[0] or bool(info.get("clip_end", np.zeros(1, bool))[0]):
             self.ended = f"clip end at step {self.steps}"
@@ -314,7 +314,7 @@ def _geom_triangles(model: mujoco.MjModel, g: int, n: int):
         m = model.geom_dataid[g]
         v0, nv = model.mesh_vertadr[m], model.mesh_vertnum[m]
         f0, nf = model.mesh_faceadr[m], model.mesh_facenum[m]
-        return model.mesh_vert[v0:v0 + nv].astype(np.float64), model.mesh_face[f0:f0 + nf]
+        return model.mesh_vert[v0 : v0 + nv].astype(np.float64), model.mesh_face[f0 : f0 + nf]
     if t == G.mjGEOM_BOX:
         corners = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)])
         quads = [(0, 1, 3, 2), (4, 6, 7, 5), (0, 4, 5, 1), (2, 3, 7, 6), (0, 2, 6, 4),

@@ -60,6 +60,7 @@ RENDER_MODES = ("rgb_array",)
 GHOST_PREFIX = "ghost/"
 """Prefix of the names of the reference copy of the robot in the scene model."""
 
+
 @dataclass(frozen=True)
 class RenderCfg:
     """How frames look: size, camera, colours.
@@ -349,9 +350,7 @@ class TrackingRenderer:
             ) from exc
         self._renderer.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = bool(cfg.shadows)
 
-    def render(
-        self, robot_qpos: np.ndarray, ghost_qpos: np.ndarray | None = None
-    ) -> np.ndarray:
+    def render(self, robot_qpos: np.ndarray, ghost_qpos: np.ndarray | None = None) -> np.ndarray:
         """One frame of the robot at `robot_qpos` and the ghost at `ghost_qpos`.
 
         Args:

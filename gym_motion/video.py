@@ -90,9 +90,7 @@ class Mp4Writer:
             raise RuntimeError(f"Mp4Writer for {self.path} is closed")
         frame = np.asarray(frame)
         if frame.shape != self.shape or frame.dtype != np.uint8:
-            raise ValueError(
-                f"frame must be {self.shape} uint8, got {frame.shape} {frame.dtype}"
-            )
+            raise ValueError(f"frame must be {self.shape} uint8, got {frame.shape} {frame.dtype}")
         self._gen.send(np.ascontiguousarray(frame))
         self.frames += 1
 

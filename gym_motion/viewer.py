@@ -179,7 +179,7 @@ class _BrowserUI:
         self._bodies = []
         for mesh in body_geometry(self.poser.model):
             ghost = mesh.body.startswith(GHOST_PREFIX)
-            name = ("/ghost/" + mesh.body[len(GHOST_PREFIX):]) if ghost else "/robot/" + mesh.body
+            name = ("/ghost/" + mesh.body[len(GHOST_PREFIX) :]) if ghost else "/robot/" + mesh.body
             handle = scene.add_mesh_simple(
                 name, mesh.vertices, mesh.faces,
                 color=tuple(int(255 * c) for c in mesh.rgba[:3]),
@@ -342,8 +342,7 @@ class _BrowserUI:
             data = tuple(np.asarray(store[k], np.float64) for k in names)
             if len(plot.series) != len(names) + 1:
                 plot.series = ({"label": "step"},) + tuple(
-                    {"label": k, "stroke": _COLOURS[i % len(_COLOURS)]}
-                    for i, k in enumerate(names)
+                    {"label": k, "stroke": _COLOURS[i % len(_COLOURS)]} for i, k in enumerate(names)
                 )
             plot.data = (x, *data)
 

@@ -52,8 +52,12 @@ def main() -> None:
     p.add_argument("--motion", required=True, help="the clip npz")
     p.add_argument("--every", type=lambda t: int(positive(t)), default=25,
                    help="print every this many steps (default 25)")  # fmt: skip
-    p.add_argument("--window", type=positive, default=3.0,
-                   help="seconds either side of a step searched on the route (default 3)")
+    p.add_argument(
+        "--window",
+        type=positive,
+        default=3.0,
+        help="seconds either side of a step searched on the route (default 3)",
+    )
     p.add_argument("--drop-termination", action="append", default=[], metavar="TERM",
                    help="play without this termination term of the task (repeatable)")  # fmt: skip
     args = p.parse_args()

@@ -119,8 +119,13 @@ def test_the_training_note_names_a_scheduled_horizontal_termination(tmp_path):
                            termination_from_episode_s=from_s)  # fmt: skip
         folder.write_config(config, [], {}, {})
         switched = {"anchor_horizontal": 11_286_528} if 2.0 in from_s.values() else {}
-        folder.write_summary({"env_steps": 14e6, "train_wall_s": 5790.0,
-                              **({"terminations_switched_on": switched} if from_s else {})})
+        folder.write_summary(
+            {
+                "env_steps": 14e6,
+                "train_wall_s": 5790.0,
+                **({"terminations_switched_on": switched} if from_s else {}),
+            }
+        )
         note = training_note(folder.path)
         assert "14.0 M env steps, 5790 s of learning" in note
         assert (said in note) if said else ("termination" not in note), note

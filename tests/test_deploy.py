@@ -187,9 +187,7 @@ def test_time_step_input_gets_the_motion_frame(fence):
     assert all(f.dtype == np.float32 for f in fed)
 
 
-def test_policy_in_isaac_lab_joint_order_with_its_own_pose_and_scale_acts_the_same(
-    fence, tmp_path
-):
+def test_policy_in_isaac_lab_joint_order_with_its_own_pose_and_scale_acts_the_same(fence, tmp_path):
     order = breadth_first_joint_order()
     assert order[:3] == ("left_hip_pitch_joint", "right_hip_pitch_joint", "waist_yaw_joint")
     assert sorted(order) == sorted(G1.joint_names) and order != G1.joint_names

@@ -31,11 +31,20 @@ NO_EGL = textwrap.dedent(
 def no_egl(tmp_path):
     """``run(args, mujoco_gl=None, osmesa=False)``: a Python subprocess on a machine without
     libEGL (and without libOSMesa unless `osmesa`), no display, MUJOCO_GL as given."""
+
     def run(args: list[str], mujoco_gl: str | None = None, osmesa: bool = False):
-        env = {k: v for k, v in os.environ.items()
-               if k not in ("MUJOCO_GL", "DISPLAY", "WAYLAND_DISPLAY", "PYOPENGL_PLATFORM")}
-        code = NO_EGL if osmesa else NO_EGL.replace('"EGL" in str(name)',
-                                                    '("EGL" in str(name) or "OSMesa" in str(name))')
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("MUJOCO_GL", "DISPLAY", "WAYLAND_DISPLAY", "PYOPENGL_PLATFORM")
+        }
+        code = (
+            NO_EGL
+            if osmesa
+            else NO_EGL.replace(
+                '"EGL" in str(name)', '("EGL" in str(name) or "OSMesa" in str(name))'
+            )
+        )
         (tmp_path / "sitecustomize.py").write_text(code)
         env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env.get("PYTHONPATH", "")])
         if mujoco_gl is not None:

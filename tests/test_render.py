@@ -157,8 +157,12 @@ def test_gymnasium_vector_record_video_takes_the_frames(gl, tmp_path, monkeypatc
 
     from gymnasium.wrappers.vector import RecordVideo
 
-    for name in ("moviepy", "moviepy.video", "moviepy.video.io",
-                 "moviepy.video.io.ImageSequenceClip"):  # not installed; never called here
+    for name in (
+        "moviepy",
+        "moviepy.video",
+        "moviepy.video.io",
+        "moviepy.video.io.ImageSequenceClip",
+    ):  # not installed; never called here
         stub = types.ModuleType(name)
         stub.ImageSequenceClip = None
         monkeypatch.setitem(sys.modules, name, stub)
@@ -172,8 +176,9 @@ def test_gymnasium_vector_record_video_takes_the_frames(gl, tmp_path, monkeypatc
     monkeypatch.setattr(TrackingRenderer, "render", counted)
     wrapped = RecordVideo(env, str(tmp_path), record_first_only=True, video_length=3)
     written = []
-    monkeypatch.setattr(wrapped, "stop_recording", lambda: written.append(
-        list(wrapped.recorded_frames)))  # fmt: skip  (no moviepy needed)
+    monkeypatch.setattr(
+        wrapped, "stop_recording", lambda: written.append(list(wrapped.recorded_frames))
+    )  # fmt: skip  (no moviepy needed)
     wrapped.reset(seed=0)
     for _ in range(3):
         wrapped.step(np.zeros((4, 29), np.float32))

@@ -115,6 +115,7 @@ def test_sigterm_stops_a_background_run_as_ctrl_c_does(tmp_path):
     argv = [sys.executable, "-c", code, "train", "--num-envs", "2", "--total-steps", "100000000",
             "--out", str(out), "--no-video", "--eval-every", "0", "--checkpoint-minutes", "60",
             "--ppo", "n_steps=8", "net_arch=[16]"]  # fmt: skip
+
     def background():  # what ``&`` does to a job in a non-interactive shell
         signal.signal(signal.SIGINT, signal.SIG_IGN)
 

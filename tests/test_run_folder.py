@@ -31,8 +31,13 @@ def task() -> TrackingEnvCfg:
     rewards = dict(cfg.rewards)
     old = rewards["anchor_pos"]
     rewards["anchor_pos"] = RewardTermCfg(old.func, 2.0 * old.weight, old.params)
-    return replace(cfg, rewards=rewards, episode_length_s=4.0, action_offset="reference",
-                   anchor_velocity_obs=True)
+    return replace(
+        cfg,
+        rewards=rewards,
+        episode_length_s=4.0,
+        action_offset="reference",
+        anchor_velocity_obs=True,
+    )
 
 
 @pytest.fixture(scope="module", params=sorted(LIBRARIES))

@@ -24,8 +24,10 @@ pytest.importorskip("viser", reason="viser is not installed (the viewer extra)")
 pytest.importorskip("onnxruntime", reason="onnxruntime is not installed (the onnx extra)")
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 
-CHROMIUM = os.environ.get("GYM_MOTION_CHROMIUM") or shutil.which("chromium") or (
-    "/usr/bin/chromium" if Path("/usr/bin/chromium").is_file() else None
+CHROMIUM = (
+    os.environ.get("GYM_MOTION_CHROMIUM")
+    or shutil.which("chromium")
+    or ("/usr/bin/chromium" if Path("/usr/bin/chromium").is_file() else None)
 )
 # headless, as root in CI, no GPU (WebGL in SwiftShader), no connections but localhost
 FLAGS = [
@@ -209,6 +211,7 @@ def test_a_policy_error_pauses_the_viewer_which_shows_it_and_stays_up(tmp_path):
                 page = browser.new_page(viewport={"width": 1280, "height": 800})
                 page.goto(urls[0])
                 page.get_by_role("button", name="Pause").wait_for(timeout=30_000)
+
                 def error_shown():
                     text = page.evaluate(episode_js) or ""
                     return text if text.startswith("error") else None

@@ -16,7 +16,6 @@ from gym_motion.cli.numbers import cli_number
 __all__ = ["register"]
 
 
-
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Adds ``gym-motion export`` to the CLI's subparsers."""
     from gym_motion.training.export import MIN_OPSET, OPSET

@@ -44,8 +44,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--viewer", choices=("browser", "native"), default="browser",
                    help="browser: a Viser server (default); native: MuJoCo's window (needs a "
                    "display)")  # fmt: skip
-    p.add_argument("--port", type=cli_number(int, 0), default=8080,
-                   help="browser viewer's port on --host (0: any free port; default 8080)")
+    p.add_argument(
+        "--port",
+        type=cli_number(int, 0),
+        default=8080,
+        help="browser viewer's port on --host (0: any free port; default 8080)",
+    )
     p.add_argument("--host", default="127.0.0.1",
                    help="address the browser viewer binds (default 127.0.0.1: this machine "
                    "only)")  # fmt: skip

@@ -39,7 +39,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--width", type=cli_number(int, 2), default=640)
     p.add_argument("--height", type=cli_number(int, 2), default=480)
     p.add_argument(
-        "--hold", type=cli_number(float, 0.0), default=1.0,
+        "--hold",
+        type=cli_number(float, 0.0),
+        default=1.0,
         help="seconds the frame of a termination is held",
     )
     p.add_argument("--meshes", default="auto", metavar="auto|off|MJCF",

@@ -1,9 +1,9 @@
 """``gym-motion train``: the command line of `gym_motion.training.train`.
 
-    gym-motion train                           # embedded default motion, 2.1 M env steps
-    gym-motion train --motion dance.npz --recipe clip --out runs/dance   # a real clip
-    gym-motion train --library rsl_rl          # rsl_rl's PPO instead of Stable-Baselines3's
-    gym-motion train --samplers 2 --envs-per-sampler 128   # 2 Ray sampler actors (local Ray)
+gym-motion train                           # embedded default motion, 2.1 M env steps
+gym-motion train --motion dance.npz --recipe clip --out runs/dance   # a real clip
+gym-motion train --library rsl_rl          # rsl_rl's PPO instead of Stable-Baselines3's
+gym-motion train --samplers 2 --envs-per-sampler 128   # 2 Ray sampler actors (local Ray)
 """
 
 from __future__ import annotations
@@ -26,13 +26,14 @@ __all__ = ["apply_recipe", "parse_overrides", "register", "resume_config", "run_
 STOP_REASONS = {
     "max_minutes": "; stopped by the --max-minutes budget before --total-steps",
     "interrupt": "; interrupted",
-    "error": "; stopped by an error (summary.json's \"error\")",
+    "error": '; stopped by an error (summary.json\'s "error")',
 }
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Adds ``gym-motion train`` to the CLI's subparsers (imports no RL library)."""
     from gym_motion.envs.config import policy_terms
+    from gym_motion.managers.action import ACTION_OFFSETS
     from gym_motion.training.config import (
         GPU_RECIPES,
         OBS_MODES,
@@ -110,7 +111,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     task.add_argument("--backend", default=None, choices=BACKENDS,
                       help=f"physics backend (default {d.env.backend.name})")  # fmt: skip
     task.add_argument(
-        "--num-threads", type=cli_number(int, 1), default=None,
+        "--num-threads",
+        type=cli_number(int, 1),
+        default=None,
         help="physics threads (--backend mujoco); with --samplers, each sampler's CPUs",
     )
     task.add_argument(
@@ -123,12 +126,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         + ", ".join(f"{n} {t.noise:g}" for n, t in policy_terms(True).items() if t.noise) + ")",
     )  # fmt: skip
     task.add_argument(
-        "--anchor-velocity-obs", action="store_true",
+        "--anchor-velocity-obs",
+        action="store_true",
         help="the policy and critic also observe the reference anchor's linear and angular "
         "velocity in the robot anchor frame (6 values; not a BeyondMimic term)",
     )
     task.add_argument(
-        "--action-offset", choices=("default", "reference"), default=None,
+        "--action-offset", choices=ACTION_OFFSETS, default=None,
         help="where a zero action puts the joints: default (the default pose, BeyondMimic's "
         "convention; the default) or reference (residual actions around the clip's joint "
         "positions; exported ONNX folds them back)",

@@ -514,9 +514,7 @@ class PolicyMapping:
         index = {n: i for i, n in enumerate(robot.joint_names)}
         unknown = [n for n in meta.joint_names if n not in index]
         if unknown:
-            raise ValueError(
-                f"{src}: joint_names {unknown} are not joints of robot {robot.name!r}"
-            )
+            raise ValueError(f"{src}: joint_names {unknown} are not joints of robot {robot.name!r}")
         if meta.anchor_body_name is not None and meta.anchor_body_name != robot.anchor_body:
             raise ValueError(
                 f"{src}: the policy's anchor body is {meta.anchor_body_name!r}, {env_name}'s "

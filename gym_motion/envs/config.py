@@ -19,6 +19,7 @@ from typing import Any
 from gym_motion import config_values as cv
 from gym_motion.managers import events, reward, termination
 from gym_motion.managers import observation as obs
+from gym_motion.managers.action import ACTION_OFFSETS
 from gym_motion.managers.events import EventTermCfg
 from gym_motion.managers.observation import ObsTermCfg
 from gym_motion.managers.reward import RewardTermCfg
@@ -259,8 +260,10 @@ def default_events(robot: RobotSpec = G1) -> dict[str, EventTermCfg]:
         "torso_com": EventTermCfg(
             events.body_com_offset,
             "startup",
-            {"body": robot.anchor_body,
-             "offset_range": ((-0.025, 0.025), (-0.05, 0.05), (-0.05, 0.05))},
+            {
+                "body": robot.anchor_body,
+                "offset_range": ((-0.025, 0.025), (-0.05, 0.05), (-0.05, 0.05)),
+            },
         ),  # fmt: skip
         "foot_friction": EventTermCfg(
             events.foot_friction, "startup", {"friction_range": (0.3, 1.2)}
@@ -269,9 +272,16 @@ def default_events(robot: RobotSpec = G1) -> dict[str, EventTermCfg]:
         "push": EventTermCfg(
             events.push_root,
             "interval",
-            {"velocity_range": (
-                (-0.5, 0.5), (-0.5, 0.5), (-0.2, 0.2), (-0.52, 0.52), (-0.52, 0.52), (-0.78, 0.78),
-            )},
+            {
+                "velocity_range": (
+                    (-0.5, 0.5),
+                    (-0.5, 0.5),
+                    (-0.2, 0.2),
+                    (-0.52, 0.52),
+                    (-0.52, 0.52),
+                    (-0.78, 0.78),
+                )
+            },
             interval_s=(1.0, 3.0),
         ),  # fmt: skip
     }
@@ -376,8 +386,7 @@ class TrackingEnvCfg:
                           ("reset", ResetCfg), ("sampling", SamplingCfg)):  # fmt: skip
             if not isinstance(getattr(self, name), cls):
                 raise ValueError(
-                    f"TrackingEnvCfg.{name} must be a {cls.__name__}, got "
-                    f"{getattr(self, name)!r}"
+                    f"TrackingEnvCfg.{name} must be a {cls.__name__}, got {getattr(self, name)!r}"
                 )
         length = cv.real("TrackingEnvCfg.episode_length_s", self.episode_length_s, low=0.0,
                          low_open=True)  # fmt: skip
@@ -392,9 +401,9 @@ class TrackingEnvCfg:
         cv.term_dict("TrackingEnvCfg.rewards", self.rewards, RewardTermCfg)
         cv.term_dict("TrackingEnvCfg.terminations", self.terminations, TerminationTermCfg)
         cv.term_dict("TrackingEnvCfg.events", self.events, EventTermCfg)
-        if self.action_offset not in ("default", "reference"):
+        if self.action_offset not in ACTION_OFFSETS:
             raise ValueError(
-                "TrackingEnvCfg.action_offset must be 'default' or 'reference', got "
+                f"TrackingEnvCfg.action_offset must be one of {ACTION_OFFSETS}, got "
                 f"{self.action_offset!r}"
             )
         for name in ("state_estimation", "obs_noise", "anchor_velocity_obs"):

@@ -145,9 +145,7 @@ def clip_from_qpos(
     model, layout = _kinematics.robot_model(robot), _kinematics.robot_layout(robot)
     names = tuple(robot.body_names)
     ids = _kinematics.body_ids(model, names)
-    pos, quat, lin_vel, ang_vel = _kinematics.body_states(
-        model, layout, qpos, qvel, ids, progress
-    )
+    pos, quat, lin_vel, ang_vel = _kinematics.body_states(model, layout, qpos, qvel, ids, progress)
     return MotionClip(
         fps=fps,
         joint_names=tuple(robot.joint_names),

@@ -57,9 +57,7 @@ class JointLayout:
     identity: bool
 
     @classmethod
-    def of(
-        cls, model: mujoco.MjModel, joint_names: tuple[str, ...], root_body: str
-    ) -> JointLayout:
+    def of(cls, model: mujoco.MjModel, joint_names: tuple[str, ...], root_body: str) -> JointLayout:
         """The layout of `joint_names` (hinge or slide joints) and `root_body`'s free joint in
         `model`.
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gym_motion.envs.config import TrackingEnvCfg
+from gym_motion.envs.vector_api import OBS_MODES
 from gym_motion.managers.termination import TerminationTermCfg, anchor_horizontal
 
 __all__ = ["GPU_RECIPES", "OBS_MODES", "RECIPES", "TRAIN_SAMPLING", "RunConfig", "train_env_cfg"]
@@ -14,7 +15,6 @@ __all__ = ["GPU_RECIPES", "OBS_MODES", "RECIPES", "TRAIN_SAMPLING", "RunConfig",
 # Where training episodes start: `gym-motion train` defaults to uniform (measured: docs/
 # measurements.md, "Learning at equal steps"); "adaptive" is docs/task.md section 10's mixture.
 TRAIN_SAMPLING = ("uniform", "adaptive")
-OBS_MODES = ("dict", "policy")
 
 # `gym-motion train --recipe NAME`: settings measured together, keyed by the train command's
 # argument names; a flag given on the command line replaces its recipe's value. "clip": a real
@@ -44,15 +44,11 @@ GPU_RECIPES: dict[str, dict[str, Any]] = {
 def train_env_cfg(
     state_estimation: bool = True,
     sampling: str = "uniform",
-    action_offset: str = "default",
-    cfg: TrackingEnvCfg | None = None,
     anchor_horizontal_termination: float | None = None,
     anchor_horizontal_grace_s: float = 0.0,
 ) -> TrackingEnvCfg:
-    """The training task: `cfg` (default: the default task) with `state_estimation`, its
-    episode starts sampled by `sampling` ("uniform", the default, or "adaptive") and its
-    `action_offset` ("default": BeyondMimic's, target = default pose + scale x action;
-    "reference": residual actions around the clip's joint positions, docs/measurements.md).
+    """The training task: the default task with `state_estimation` and its episode starts
+    sampled by `sampling` ("uniform", the default, or "adaptive").
     `anchor_horizontal_termination` (m; None: off, BeyondMimic's task) adds the termination
     term ``anchor_horizontal`` (`gym_motion.managers.termination.anchor_horizontal`): the
     anchor's horizontal distance from the reference's above it ends the episode, except within
@@ -65,9 +61,7 @@ def train_env_cfg(
     """
     if sampling not in TRAIN_SAMPLING:
         raise ValueError(f"sampling must be one of {TRAIN_SAMPLING}, got {sampling!r}")
-    cfg = replace(
-        cfg or TrackingEnvCfg(), state_estimation=state_estimation, action_offset=action_offset
-    )
+    cfg = TrackingEnvCfg(state_estimation=state_estimation)
     if anchor_horizontal_termination is not None:
         if not anchor_horizontal_termination > 0.0:
             raise ValueError(

@@ -154,8 +154,11 @@ class Progress:
         for name in pending:
             if ready and seconds >= self.config.termination_from_episode_s[name]:
                 self.switched_on[name] = int(steps)
-                print(f"gym-motion train: termination {name!r} on from {steps:,} env steps "
-                      f"(training episodes {seconds:.2f} s on average)", flush=True)
+                print(
+                    f"gym-motion train: termination {name!r} on from {steps:,} env steps "
+                    f"(training episodes {seconds:.2f} s on average)",
+                    flush=True,
+                )
 
     def after_rollout(self, steps: int, values: dict[str, float] | None = None) -> dict:
         """After a rollout (and, for on-policy libraries, its update or just before it) at

@@ -161,8 +161,9 @@ class RunFolder:
             # the runner config it trained with, not today's defaults with its overrides
             from gym_motion.adapters.rsl_rl.config import recorded_ppo
 
-            settings["ppo"] = recorded_ppo(recorded["rsl_rl"],
-                                           recorded.get("init_at_random_ep_len", True))
+            settings["ppo"] = recorded_ppo(
+                recorded["rsl_rl"], recorded.get("init_at_random_ep_len", True)
+            )
         return RunConfig.from_dict(settings, self.env_cfg())
 
     def evaluate(

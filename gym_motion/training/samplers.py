@@ -278,8 +278,8 @@ class SamplerPool:
         self.seed, self.env_kwargs = int(seed), dict(env_kwargs or {})
         self.samplers, self.num_envs = k, config.num_envs
         self.max_restarts = MAX_RESTARTS if max_restarts is None else int(max_restarts)
-        self.cpus = cpus_per_sampler or config.env.backend.num_threads or max(
-            1, len(available_cpus()) // k
+        self.cpus = (
+            cpus_per_sampler or config.env.backend.num_threads or max(1, len(available_cpus()) // k)
         )
         self.reset_noise_scale = 0.0
         self.inactive_terminations: tuple[str, ...] = ()

@@ -90,7 +90,6 @@ ALGOS = ("ppo", "sac")
 SAC_LOG_EVERY = 6144  # env steps per logged row of a SAC run (one default PPO rollout)
 
 
-
 def resolved_settings(config: RunConfig) -> dict[str, Any]:
     """The hyperparameters of ``config.algo``: its defaults with ``config.ppo`` or
     ``config.sac`` applied.

@@ -325,4 +325,3 @@ class SB3SampledLearner(SB3Learner):
             super().close()
         finally:
             self.pool.close()
-

@@ -122,7 +122,7 @@ def test_masked_reset_returns_the_last_observation_of_the_envs_it_does_not_reset
     mask = np.array([True, False, True, False])
     obs, _ = env.reset(options={"reset_mask": mask})
     again, _ = env.reset(options={"reset_mask": np.array([False, True, False, False])})
-    for group in (stepped if obs_mode == "dict" else {"policy": None}):
+    for group in stepped if obs_mode == "dict" else {"policy": None}:
         before = stepped[group] if obs_mode == "dict" else stepped
         after = obs[group] if obs_mode == "dict" else obs
         np.testing.assert_array_equal(after[~mask], before[~mask])

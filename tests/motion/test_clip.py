@@ -173,9 +173,23 @@ def test_fewer_joints_are_refused(default_clip, tmp_path, legacy_npz):
         (lambda d: d.update(format_version=np.array(np.nan)), r"'format_version' must be a whole"),
         (lambda d: d.update(joint_pos=d["joint_pos"] + 0j), r"'joint_pos' has dtype complex64"),
     ],
-    ids=["missing", "shape", "nan", "inf", "quat_norm", "body_name", "below_floor", "one_frame",
-         "reordered_short", "complex_fps", "str_fps", "nan_source_fps", "negative_source_fps",
-         "nan_version", "complex_joints"],  # fmt: skip
+    ids=[
+        "missing",
+        "shape",
+        "nan",
+        "inf",
+        "quat_norm",
+        "body_name",
+        "below_floor",
+        "one_frame",
+        "reordered_short",
+        "complex_fps",
+        "str_fps",
+        "nan_source_fps",
+        "negative_source_fps",
+        "nan_version",
+        "complex_joints",
+    ],  # fmt: skip
 )
 def test_invalid_files_are_refused_naming_key_frame_and_body(default_clip, tmp_path, edit, pattern):
     path = save_clip(default_clip, tmp_path / "bad.npz")

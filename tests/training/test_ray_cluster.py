@@ -99,9 +99,7 @@ def _train(env: dict[str, str], out: Path, *flags: str) -> subprocess.CompletedP
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
 
 
-def test_without_ray_address_a_run_starts_its_own_ray_beside_a_visible_cluster(
-    ray_head, tmp_path
-):
+def test_without_ray_address_a_run_starts_its_own_ray_beside_a_visible_cluster(ray_head, tmp_path):
     address, env = ray_head
     env = {**env, "RAY_ADDRESS": address}  # a cluster the driver would otherwise join
     proc = _train(env, tmp_path / "run")

@@ -216,8 +216,13 @@ class ProgressBar(BaseCallback):
     def _on_training_start(self) -> None:
         from tqdm import tqdm
 
-        self.bar = tqdm(total=self.total, initial=self.model.num_timesteps, unit="step",
-                        unit_scale=True, dynamic_ncols=True)
+        self.bar = tqdm(
+            total=self.total,
+            initial=self.model.num_timesteps,
+            unit="step",
+            unit_scale=True,
+            dynamic_ncols=True,
+        )
 
     def _on_step(self) -> bool:
         self.bar.update(self.training_env.num_envs)

@@ -24,6 +24,7 @@ def TrainConfig(**kwargs) -> RunConfig:  # noqa: N802
     """An rsl_rl run without the final video (tests/test_run_folder.py makes one)."""
     return RunConfig(library="rsl_rl", **{"video_seconds": 0.0, **kwargs})
 
+
 TORCHRUN_RANK_5 = {"WORLD_SIZE": "16", "RANK": "5", "LOCAL_RANK": "5", "LOCAL_WORLD_SIZE": "8"}
 
 

@@ -70,7 +70,8 @@ def test_recorded_settings_come_back_as_overrides():
     for overrides in ({}, BEYONDMIMIC_PPO, {"hidden_dims": [32, 32], "init_std": 0.5}):
         assert recorded_ppo(runner_cfg(overrides)) == dict(overrides)
     assert recorded_ppo(runner_cfg(), init_at_random_ep_len=False) == {
-        "init_at_random_ep_len": False}
+        "init_at_random_ep_len": False
+    }
 
 
 def test_a_run_keeps_its_recorded_settings_after_the_defaults_change(tiny_run, tmp_path):

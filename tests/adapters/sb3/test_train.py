@@ -180,9 +180,11 @@ def test_the_clip_recipe_on_a_gpu_adds_its_gpu_settings(monkeypatch):
     cpu = config("--recipe", "clip")
     assert (cpu.num_envs, cpu.env.backend.name, cpu.device, cpu.eval_every_steps) == (
         256, "mujoco", "cpu", 500_000)  # fmt: skip
-    with pytest.raises(ValueError, match="device 'cuda' is not available here") if not (
-        cli_train._on_gpu("auto")
-    ) else contextlib.nullcontext():
+    with (
+        pytest.raises(ValueError, match="device 'cuda' is not available here")
+        if not (cli_train._on_gpu("auto"))
+        else contextlib.nullcontext()
+    ):
         config("--recipe", "clip", "--device", "cuda")  # a CPU build refuses before any work
     monkeypatch.setattr(cli_train, "_on_gpu", lambda device: device != "cpu")
     gpu = config("--recipe", "clip", "--device", "cuda")
