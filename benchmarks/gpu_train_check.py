@@ -12,10 +12,12 @@ GPU") in-process, then prints and writes (``<out>/gpu_train_check.json``):
   survived, MPKPE) and the first one that tracks the clip whole (to its last frame, MPKPE
   <= 100 mm).
 
-Usage (repo root; installs nothing, finishes within ``--minutes`` plus start-up and the final
-evaluation)::
+Usage (repo root; installs nothing; finishes within ``--minutes`` plus start-up (MuJoCo Warp's
+kernels compile once, minutes on a fresh machine) and the evaluations before and after, under
+10 minutes at the default 6; the run folder checkpoints every minute, so a run stopped early
+still leaves ``run/progress.json``)::
 
-    python benchmarks/gpu_train_check.py --out gpu_train              # cuda:0, 7 minutes
+    python benchmarks/gpu_train_check.py --out gpu_train              # cuda:0, 6 minutes
     python benchmarks/gpu_train_check.py --device cpu --num-envs 4 --total-steps 400 \\
         --eval-every 200 --eval-max-seconds 0.5 --out /tmp/dry         # checks the script
 
@@ -109,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--device", default="cuda", help="torch device (default cuda)")
     p.add_argument("--motion", default=str(JAZZ), help="clip (default: the shared jazz walk)")
-    p.add_argument("--minutes", type=float, default=7.0, help="wall budget of learning")
+    p.add_argument("--minutes", type=float, default=6.0, help="wall budget of learning")
     p.add_argument("--out", default="gpu_train_check", help="folder of the results")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--num-envs", type=int, default=None, help="replace the recipe's")
@@ -129,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps(result["machine"]), flush=True)
     argv_train = ["train", "--motion", args.motion, "--recipe", "clip", "--device", args.device,
                   "--max-minutes", str(args.minutes), "--no-video", "--seed", str(args.seed),
-                  "--out", str(out / "run"), "--checkpoint-minutes", "0"]  # fmt: skip
+                  "--out", str(out / "run"), "--checkpoint-minutes", "1"]  # fmt: skip
     for flag, value in (
         ("--num-envs", args.num_envs),
         ("--backend", args.backend),
