@@ -2,7 +2,7 @@
 
 The CSV is built from the real Gangnam Style clip of ``../shared/motions`` (60 fps): time-stretched
 to 30 fps rows by taking every second row, then tiled (each repeat shifted so the root path is
-continuous) to 4 minutes. Target (issue 3): under 10 s on one core.
+continuous) to 4 minutes. Target: under 10 s on one core.
 
 Usage (from the repo root, package installed or ``PYTHONPATH=.``):
 ``python benchmarks/convert_csv.py [--minutes 4] [--repeats 3]``

@@ -1,4 +1,4 @@
-"""One-shot GPU check of the MuJoCo Warp backend (issue 17): run once where a GPU is at hand.
+"""One-shot GPU check of the MuJoCo Warp backend: run once where a GPU is at hand.
 
 Measures, on one device, and prints as it goes (and writes ``<out>/gpu_check.json``):
 

@@ -1,4 +1,4 @@
-"""onnxruntime intra-op threads for an ONNX policy (issue 28 item 5), in one run.
+"""onnxruntime intra-op threads for an ONNX policy, in one run.
 
     python benchmarks/onnx_threads.py [--steps 1000] [--threads 0 1 2]
 

@@ -1,4 +1,4 @@
-"""Where a one-env step's time goes outside physics (issue 11 item 8), in one run.
+"""Where a one-env step's time goes outside physics, in one run.
 
     python benchmarks/small_batch.py [--num-envs 1] [--steps 3000]
 

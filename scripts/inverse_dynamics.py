@@ -1,6 +1,6 @@
 """Feed-forward from a clip's inverse dynamics: does it help the zero residual policy stand?
 
-Issue 25's lever "MuJoCo `mj_inverse` torques as target offsets". For each clip frame the
+The real-clip work's lever "MuJoCo `mj_inverse` torques as target offsets". For each clip frame the
 reference state (root from the root body's pose and twist, joints from the clip) and its
 acceleration (central differences of the velocities) go through `mujoco.mj_inverse`, which
 gives the generalised forces ``qfrc_inverse`` that would produce that motion, contact forces
