@@ -41,7 +41,8 @@ def gnu_openmp_started() -> bool:
         return False
     if layer != "omp":
         return False
-    from numba.np.ufunc import omppool
+    # a module Numba builds when its OpenMP layer loads
+    from numba.np.ufunc import omppool  # type: ignore[attr-defined]
 
     return getattr(omppool, "openmp_vendor", "GNU") == "GNU"
 

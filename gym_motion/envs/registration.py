@@ -52,7 +52,7 @@ def eval_env(cfg: TrackingEnvCfg | None = None, **kwargs: Any) -> TrackingEnv:
 
 
 # entry points have no class metadata: gymnasium.make reads the render modes from here
-tracking_env.metadata = eval_env.metadata = TrackingEnv.metadata
+tracking_env.metadata = eval_env.metadata = TrackingEnv.metadata  # type: ignore[attr-defined]
 
 
 def _make_time_limit(caller) -> int | None:

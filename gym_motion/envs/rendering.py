@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 import gymnasium as gym
 import numpy as np
 
@@ -14,16 +17,34 @@ from gym_motion.render import (
     state_qpos,
 )
 
+if TYPE_CHECKING:
+    from gym_motion.envs.config import TrackingEnvCfg
+    from gym_motion.managers.state import MDPState
+
 __all__ = ["RenderMixin"]
 
 
 class RenderMixin:
     """`render` for a `TrackingVecEnv`, set up by `_init_render`.
 
+    Reads of the env: ``num_envs``, ``cfg`` (the robot), ``state`` (robot and reference poses)
+    and ``_check_usable`` (`VectorApiMixin`). Writes only its own attributes below.
+
     Attributes:
         render_mode: None or "rgb_array". render_envs: frames drawn at once by `render`.
         render_cfg: the `RenderCfg`.
     """
+
+    # read
+    num_envs: int
+    cfg: TrackingEnvCfg
+    state: MDPState
+    _check_usable: Callable[[str], None]
+    # written
+    render_mode: str | None
+    render_envs: int
+    render_cfg: RenderCfg
+    _renderer: TrackingRenderer | None
 
     def _init_render(
         self, render_mode: str | None, render_envs: int, render_cfg: RenderCfg | None
@@ -40,7 +61,7 @@ class RenderMixin:
             )
         self.render_envs = int(render_envs)
         self.render_cfg = render_cfg or RenderCfg()
-        self._renderer: TrackingRenderer | None = None
+        self._renderer = None
 
     def render(self) -> EnvFrames | None:
         """One frame per env with ``render_mode="rgb_array"`` (as gymnasium's `SyncVectorEnv`,
@@ -70,6 +91,7 @@ class RenderMixin:
 
     def _close_renderer(self) -> None:
         """Release the renderer's OpenGL context, if one was made (idempotent)."""
-        if getattr(self, "_renderer", None) is not None:
-            self._renderer.close()
+        renderer = getattr(self, "_renderer", None)
+        if renderer is not None:
+            renderer.close()
             self._renderer = None

@@ -40,9 +40,13 @@ def spec_with_time_limit(spec: EnvSpec | None, max_episode_steps: int) -> EnvSpe
 
 class TimeLimitMixin:
     """The time limit of a `TrackingVecEnv`: `max_episode_steps` (int, control steps),
-    `time_limit_offset` and `spec`, set up by `_init_time_limit`."""
+    `time_limit_offset` and `spec`, set up by `_init_time_limit`.
+
+    Reads nothing else of the env; writes only its own attributes below (the env's step and
+    episode starts write `time_limit_offset` through the property, in place)."""
 
     max_episode_steps: int
+    _time_limit_offset: np.ndarray
     _spec: EnvSpec | None = None  # see the `spec` property
 
     def _init_time_limit(self, max_episode_steps: int | None, default: int, num_envs: int) -> None:

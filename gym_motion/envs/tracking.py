@@ -1,35 +1,50 @@
 """`TrackingVecEnv`: the motion-tracking task as one batched `gymnasium.vector.VectorEnv`.
 
-Here: the MDP, `reset` and `step`. Its mixins, in `gym_motion.envs`: `components` (what it is
-built of), `episodes`, `vector_api`, `rendering`, `time_limit`, and `batch_threads` (Numba).
+This file holds the MDP top to bottom: what the env is built of (`build_parts`, unpacked by
+`TrackingVecEnv.__init__` into annotated attributes), `reset`, `step` and the episode
+bookkeeping they share. Three parts live apart as mixins that declare every attribute they read
+and write: the vector-API plumbing (`gym_motion.envs.vector_api`), rendering
+(`gym_motion.envs.rendering`) and the time limit (`gym_motion.envs.time_limit`).
 """
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from time import perf_counter
 from typing import Any
 
+import mujoco
 import numpy as np
 from gymnasium.error import ResetNeeded
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from gym_motion import config_values as cv
+from gym_motion.backends import make_backend
+from gym_motion.backends.base import SimBackend
+from gym_motion.backends.threads import NumbaThreads
 from gym_motion.envs import info as infos
-from gym_motion.envs.batch_threads import on_batch_threads
-from gym_motion.envs.components import ComponentsMixin
 from gym_motion.envs.config import TrackingEnvCfg
-from gym_motion.envs.episodes import EpisodesMixin
 from gym_motion.envs.fork import choose_async_start_method
 from gym_motion.envs.rendering import RenderMixin
 from gym_motion.envs.time_limit import TimeLimitMixin
 from gym_motion.envs.vector_api import ACTION_BOUND, VectorApiMixin, box_bound, parse_autoreset_mode
 from gym_motion.kernels.episode import end_step
+from gym_motion.managers.action import ActionManager
+from gym_motion.managers.command import CommandManager
+from gym_motion.managers.events import EventContext, EventManager
+from gym_motion.managers.observation import ObservationManager
+from gym_motion.managers.reward import RewardManager
+from gym_motion.managers.state import MDPState
+from gym_motion.managers.termination import TerminationManager
 from gym_motion.motion.library import MotionLibrary, Playback
 from gym_motion.render import RENDER_MODES, RenderCfg
+from gym_motion.robots.layout import JointLayout
+from gym_motion.robots.spec import body_ids
 
-__all__ = ["ACTION_BOUND", "PHASES", "TrackingVecEnv"]
+__all__ = ["ACTION_BOUND", "PHASES", "EnvParts", "TrackingVecEnv", "build_parts"]
 
 _NO_ROWS = np.zeros(0, np.int64)  # an empty row selection (never written)
 _NO_ROWS.flags.writeable = False
@@ -37,10 +52,108 @@ _NO_FLAGS = np.zeros(0, bool)
 _NO_FLAGS.flags.writeable = False
 PHASES = ("action", "physics", "copy", "command", "termination", "reward", "reset", "observation")
 
+Motion = str | os.PathLike | Sequence[str | os.PathLike] | MotionLibrary | None
 
-class TrackingVecEnv(
-    VectorApiMixin, ComponentsMixin, EpisodesMixin, RenderMixin, TimeLimitMixin, VectorEnv
-):
+
+@dataclass(frozen=True)
+class EnvParts:
+    """What a `TrackingVecEnv` is built of (`build_parts`).
+
+    Attributes:
+        library: the `MotionLibrary` at the control rate. model: the compiled ``MjModel``.
+        layout: the robot's `JointLayout` in `model` (robot order <-> the model's columns).
+        backend: the `SimBackend` of N envs. numba_threads: Numba's pool sized to the batch
+            (`NumbaThreads`; its ``serial`` is the kernel build every manager bound).
+        state: the `MDPState` every manager reads and writes. actions, command, rewards,
+            terminations, events, observations: the managers.
+    """
+
+    library: MotionLibrary
+    model: mujoco.MjModel
+    layout: JointLayout
+    backend: SimBackend
+    numba_threads: NumbaThreads
+    state: MDPState
+    actions: ActionManager
+    command: CommandManager
+    rewards: RewardManager
+    terminations: TerminationManager
+    events: EventManager
+    observations: ObservationManager
+
+
+def build_parts(
+    cfg: TrackingEnvCfg, num_envs: int, dt: float, motion: Motion, playback: Playback | str
+) -> EnvParts:
+    """Build every part of an env of `num_envs` envs on `cfg` at control step `dt` (s), its
+    clips from `motion` played as `playback` (`MotionLibrary.load`), and size Numba's pool to
+    the batch; the managers bind the kernel build that implies, once.
+
+    Raises:
+        ValueError: a motion library whose joints or rate do not fit, a bad backend setting.
+    """
+    robot, n = cfg.robot, num_envs
+    library = MotionLibrary.load(motion, robot, 1.0 / dt, playback)
+    model = robot.build_model(floor=True)
+    model.opt.timestep = cfg.sim.physics_dt
+    layout = robot.layout(model)
+    backend = make_backend(
+        cfg.backend.name,
+        model,
+        n,
+        body_ids(model, robot.tracked_bodies),
+        layout.joint_ids,
+        decimation=cfg.sim.decimation,
+        self_contact_threshold=cfg.sim.self_contact_threshold,
+        **cfg.backend.kwargs(),
+    )
+    # after make_backend, which sized this thread's Numba pool (the ceiling) to the budget
+    threads = NumbaThreads.for_rows(n)
+    serial = threads.serial
+    state = MDPState.for_robot(robot, model, n)
+    ctx = EventContext.for_robot(state, backend, robot, model)
+    return EnvParts(
+        library=library,
+        model=model,
+        layout=layout,
+        backend=backend,
+        numba_threads=threads,
+        state=state,
+        actions=ActionManager(state, robot.action_scale, cfg.action_offset, serial=serial),
+        command=CommandManager(
+            library,
+            state,
+            robot.root_body,
+            cfg.sampling,
+            cfg.reset,
+            dt,
+            layout=layout,
+            serial=serial,
+        ),  # fmt: skip
+        rewards=RewardManager(cfg.rewards, state, dt, serial=serial),
+        terminations=TerminationManager(cfg.terminations, state, serial=serial),
+        events=EventManager(cfg.events, ctx, dt, serial=serial),
+        observations=ObservationManager(
+            cfg.observation_groups(), state, cfg.obs_noise, serial=serial
+        ),
+    )
+
+
+def on_batch_threads(method: Callable) -> Callable:
+    """Decorator: run an env method with Numba's pool sized to the env's batch
+    (``self._numba_threads``, a `NumbaThreads`): one thread below 2048 rows, so small batches
+    wake no worker; kernels called through a `RowKernel` (resets, sampling) pick their build
+    from it, the one the managers bound."""
+
+    @functools.wraps(method)
+    def sized(self, *args, **kwargs):
+        with self._numba_threads:
+            return method(self, *args, **kwargs)
+
+    return sized
+
+
+class TrackingVecEnv(VectorApiMixin, RenderMixin, TimeLimitMixin, VectorEnv):
     """N robots (the G1 by default) tracking reference motion clips, stepped as one batch.
 
     Observation: ``Box(160,)`` float32 policy observation (154 without state estimation; 6
@@ -124,7 +237,7 @@ class TrackingVecEnv(
     def __init__(
         self,
         num_envs: int = 1,
-        motion: str | os.PathLike | Sequence[str | os.PathLike] | MotionLibrary | None = None,
+        motion: Motion = None,
         backend: str | None = None,
         cfg: TrackingEnvCfg | None = None,
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
@@ -154,9 +267,24 @@ class TrackingVecEnv(
         self._init_time_limit(max_episode_steps, round(cfg.episode_length_s / self.dt), n)
         self.metadata["render_fps"] = round(1.0 / self.dt)
         self._seed = seed
-        self._init_components(motion, motion_playback)
+        parts = build_parts(cfg, n, self.dt, motion, motion_playback)
+        self.library: MotionLibrary = parts.library
+        self.model: mujoco.MjModel = parts.model
+        self.layout: JointLayout = parts.layout
+        self.backend: SimBackend = parts.backend
+        self._numba_threads: NumbaThreads = parts.numba_threads
+        self.state: MDPState = parts.state
+        self.actions: ActionManager = parts.actions
+        self.command: CommandManager = parts.command
+        self.rewards: RewardManager = parts.rewards
+        self.terminations: TerminationManager = parts.terminations
+        self.events: EventManager = parts.events
+        self.observations: ObservationManager = parts.observations
         self._end_step = end_step.builds[self._numba_threads.serial]  # the batch's build
-        self._init_episodes(n)
+        # control steps of each env's current episode
+        self.episode_length: np.ndarray = np.zeros(n, np.int32)
+        # rows whose physics state blew up (re-initialised at once), since construction
+        self.nonfinite_count = 0
         # rows that ended and must restart: NEXT_STEP does it next step, DISABLED refuses to step
         self._needs_reset = np.zeros(n, bool)
         self._num_needs_reset = 0  # count_nonzero(_needs_reset), kept with it
@@ -170,6 +298,39 @@ class TrackingVecEnv(
         # the dummy env of gymnasium's AsyncVectorEnv: its workers must not be forked from a
         # process running GNU OpenMP (gym_motion.envs.fork)
         choose_async_start_method()
+
+    # ------------------------------------------------------------------ curricula
+    @property
+    def reset_noise_scale(self) -> float:
+        """Factor on every RSI noise range of later resets (`CommandManager.reset_noise_scale`):
+        1.0 is ``cfg.reset``, 0.0 starts episodes exactly on the reference. A training
+        curriculum can raise it from 0 to 1."""
+        return self.command.reset_noise_scale
+
+    @reset_noise_scale.setter
+    def reset_noise_scale(self, scale: float) -> None:
+        self.command.reset_noise_scale = scale
+
+    @property
+    def inactive_terminations(self) -> tuple[str, ...]:
+        """Termination terms switched off (`TerminationManager.inactive`): they do not end
+        episodes, and their ``termination/*`` logs say never fired. A training curriculum can
+        switch a term on after some env steps (`RunConfig.termination_from_steps`).
+
+        Raises:
+            ValueError: (setter) a name that is not one of ``cfg.terminations``.
+        """
+        return self.terminations.inactive
+
+    @inactive_terminations.setter
+    def inactive_terminations(self, names: tuple[str, ...] | list[str]) -> None:
+        self.terminations.inactive = names
+
+    @property
+    def sampling_stats(self) -> dict[str, float]:
+        """Normalised entropy and top-1 probability of the adaptive sampler's bins."""
+        sampler = self.command.sampler
+        return {"entropy": float(sampler.entropy), "top1_prob": float(sampler.top1_prob)}
 
     # ------------------------------------------------------------------ API
     @on_batch_threads
@@ -228,9 +389,11 @@ class TrackingVecEnv(
         self.command.refresh()
         self._was_reset = True
         obs = self._observation()
-        for group, rows in kept.items():  # in the buffers too: the next masked reset reads them
-            self.observations.buffers[group][~mask] = rows
-            (obs[group] if self.obs_mode == "dict" else obs)[~mask] = rows
+        if kept:  # in the buffers too: the next masked reset reads them
+            others = ~np.asarray(mask)
+            for group, rows in kept.items():
+                self.observations.buffers[group][others] = rows
+                (obs[group] if self.obs_mode == "dict" else obs)[others] = rows
         return obs, {}
 
     @on_batch_threads
@@ -293,7 +456,7 @@ class TrackingVecEnv(
         reward, done, teleport = np.empty(n, np.float32), np.empty(n, bool), np.empty(n, bool)
         num_done, num_teleport = self._end_step(
             any_term, nonfinite, term_reward, past_end, held, self.episode_length,
-            self._time_limit_offset, self.max_episode_steps, terminated, truncated, reward,
+            self.time_limit_offset, self.max_episode_steps, terminated, truncated, reward,
             clip_end, done, teleport,
         )  # fmt: skip
         self.command.compute_errors()
@@ -342,6 +505,38 @@ class TrackingVecEnv(
         obs = self._observation()
         self._lap("observation", t)
         return obs, reward, terminated, truncated, info
+
+    # ------------------------------------------------------------------ episodes
+    def _start_episodes(self, ids: np.ndarray) -> None:
+        """New episodes on rows `ids`: counters, sums, actions, per-episode events."""
+        self.episode_length[ids] = 0
+        self.time_limit_offset[ids] = 0
+        self.rewards.reset(ids)
+        self.command.reset(ids)
+        self.state.last_action[ids] = 0.0
+        self.state.action[ids] = 0.0
+        self.state.action_obs[ids] = 0.0
+        self.events.reset(ids, self._rng)
+
+    def _reinitialise(self, ids: np.ndarray, start: tuple[int, int] | None = None) -> None:
+        """Sample a motion frame for rows `ids` (or take `start`, a (clip id, frame)) and
+        write the robot there (RSI)."""
+        qpos, qvel = self.command.sample_states(ids, self._rng, start)
+        self.backend.write_state(ids, qpos, qvel)
+        self.state.steps_since_perturbation[ids] = 0
+
+    def _episode_log(
+        self, done: np.ndarray, truncated: np.ndarray, nonfinite: np.ndarray
+    ) -> dict[str, np.ndarray]:
+        """The episode results of every row (valid where `done`), in `envs.info` key order."""
+        rewards = self.rewards.episode_log()
+        return {
+            "return": rewards.pop("return"),
+            "length": self.episode_length.copy(),
+            **rewards,
+            **self.terminations.episode_log(done, truncated, nonfinite),
+            **self.command.episode_log(self.episode_length),
+        }
 
     # ------------------------------------------------------------------ internals
     def _lap(self, phase: str, start: float) -> float:

@@ -4,11 +4,15 @@ libraries call: skrl's trainer renders through ``call("render")``). The N envs a
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode
+
+if TYPE_CHECKING:
+    from gym_motion.backends.base import SimBackend
 
 __all__ = ["ACTION_BOUND", "OBS_MODES", "VectorApiMixin", "box_bound", "parse_autoreset_mode"]
 
@@ -51,9 +55,25 @@ def parse_autoreset_mode(mode: AutoresetMode | str) -> AutoresetMode:
 
 class VectorApiMixin:
     """Spaces (`_init_spaces`), `close` (and the refusal of calls after it), and ``call`` /
-    ``get_attr`` / ``set_attr`` of a `TrackingVecEnv` (``num_envs`` envs that share one object)."""
+    ``get_attr`` / ``set_attr`` of a `TrackingVecEnv` (``num_envs`` envs that share one object).
 
+    Reads of the env: ``num_envs``, ``backend`` (closed by `close`), ``_was_reset``,
+    ``render`` and ``_close_renderer`` (`RenderMixin`). Writes: the four spaces, ``closed``;
+    `set_attr` writes the attribute it names.
+    """
+
+    # read
     num_envs: int
+    backend: SimBackend
+    _was_reset: bool
+    render: Callable[..., Any]
+    _close_renderer: Callable[[], None]
+    # written
+    single_observation_space: gym.Space
+    single_action_space: gym.Space
+    observation_space: gym.Space
+    action_space: gym.Space
+    closed: bool
 
     def _init_spaces(
         self, observation_space: gym.spaces.Space, num_joints: int, bound: float
@@ -70,8 +90,7 @@ class VectorApiMixin:
         `closed` (idempotent). `reset` and `step` then raise RuntimeError."""
         self._close_renderer()
         if getattr(self, "backend", None) is not None:
-            self.backend.close()
-            self.backend = None
+            self.backend.close()  # idempotent; the object stays, its memory goes
         self.closed = True
 
     def _check_usable(self, method: str) -> None:

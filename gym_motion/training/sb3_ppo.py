@@ -15,9 +15,10 @@ update (``time/update_s``). On another device (``cuda:0``) it collects rollouts 
 Both paths take the same samples and make the same update (`DeviceRolloutBuffer` draws its
 minibatch order from NumPy's global generator as SB3's ``RolloutBuffer`` does); they differ by
 float rounding only: the batched time-out values against SB3's one env at a time
-(`tests/training/test_sb3_device.py` holds the two against each other on the CPU). Time per
-rollout step is logged as ``time/env_s`` (env step), ``time/normalizer_s`` (statistics and
-normalisation) and ``time/policy_s`` (forward pass and copies).
+(`tests/training/test_sb3_device.py` holds the two against each other on the CPU). Each
+rollout's time is logged in parts: ``time/env_s`` (env steps), ``time/normalizer_s`` (statistics and
+normalisation) and ``time/policy_s`` (the device's share: forward pass, copies, time-out
+values, buffer writes, GAE).
 """
 
 from __future__ import annotations
@@ -221,6 +222,9 @@ class _Staging:
         self.host_np = self.host.numpy()
         self.dev = [th.zeros((n, width + 2), dtype=th.float32, device=device) for _ in range(2)]
         self.turn = 0
+        # the host block is written again only once its last copy has left it (an early stop
+        # of a rollout, or a later `learn`, may come before anything else synchronised)
+        self._copied = th.cuda.Event() if pin else None
         actions = int(np.prod(action_space.shape))
         self.actions = th.zeros((n, actions), dtype=th.float32, pin_memory=pin)
         self.low = th.as_tensor(action_space.low, dtype=th.float32, device=device)
@@ -230,6 +234,8 @@ class _Staging:
         self, obs: np.ndarray | dict[str, np.ndarray], reward: np.ndarray, ended: np.ndarray
     ) -> tuple[th.Tensor | dict[str, th.Tensor], th.Tensor, th.Tensor]:
         """(obs, reward (N,), ended (N,) float) on the device, from one copy."""
+        if self._copied is not None:
+            self._copied.synchronize()
         h, col = self.host_np, 0
         if isinstance(self.dims, dict):
             for key, d in self.dims.items():
@@ -243,6 +249,8 @@ class _Staging:
         dev = self.dev[self.turn]
         self.turn = 1 - self.turn
         dev.copy_(self.host, non_blocking=True)
+        if self._copied is not None:
+            self._copied.record()
         if isinstance(self.dims, dict):
             out, col = {}, 0
             for key, d in self.dims.items():
@@ -291,7 +299,7 @@ class TrackingPPO(PPO):
             )  # fmt: skip
 
     def _excluded_save_params(self) -> list[str]:
-        return [*super()._excluded_save_params(), "_staging", "device_rollouts"]
+        return [*super()._excluded_save_params(), "_staging"]
 
     def train(self) -> None:
         """SB3's update, timed (``time/update_s``, in the next rollout's row with the update's
@@ -321,6 +329,10 @@ class TrackingPPO(PPO):
             raise TypeError("TrackingPPO's device rollouts step a VecNormalize over an "
                             f"SB3VecEnv, got {type(env).__name__}")  # fmt: skip
         norm, adapter = env, env.venv
+        if norm.norm_reward or self.use_sde or self.policy.squash_output:
+            raise ValueError("TrackingPPO's device rollouts take observation normalisation only "
+                             "(norm_reward=False), no gSDE and no squashed actions; use "
+                             "device_rollouts=False")  # fmt: skip
         n = adapter.num_envs
         if self._staging is None:
             space = self.observation_space
@@ -355,7 +367,7 @@ class TrackingPPO(PPO):
                                     "new_obs": obs_np})  # fmt: skip
             if not callback.on_step():
                 return False
-            self._episode_infos(info, ended)
+            self._episode_infos(info, ended, adapter)
             time_out = np.flatnonzero(truncated & ~terminated)
             if time_out.size:  # bootstrap the time-limited episodes' last values (SB3's rule)
                 final = info["final_obs"]
@@ -368,12 +380,16 @@ class TrackingPPO(PPO):
                 reward_t = reward_t.index_add(0, idx, self.gamma * bootstrap)
             buffer.add(obs_t, actions, reward_t, starts_t, values, log_probs)
             obs_t, starts_t = next_t, ended_t
-            policy_s += t1 - t0
+            policy_s += (t1 - t0) + (time.perf_counter() - t3)
             env_s += t2 - t1
             norm_s += t3 - t2
+        t0 = time.perf_counter()
         with th.no_grad():
             last_values = self.policy.predict_values(obs_t)
         buffer.compute_returns_and_advantage(last_values, starts_t)
+        if self.device.type == "cuda":
+            th.cuda.synchronize(self.device)
+        policy_s += time.perf_counter() - t0
         self._last_obs, self._last_episode_starts = obs_np, ended
         for key, value in (("env_s", env_s), ("normalizer_s", norm_s), ("policy_s", policy_s)):
             self.logger.record(f"time/{key}", value)
@@ -381,13 +397,14 @@ class TrackingPPO(PPO):
         callback.on_rollout_end()
         return True
 
-    def _episode_infos(self, info: dict[str, Any], ended: np.ndarray) -> None:
+    def _episode_infos(self, info: dict[str, Any], ended: np.ndarray, adapter: SB3VecEnv) -> None:
         """SB3's episode-info buffer (``rollout/ep_rew_mean``, ``ep_len_mean``) from the env's
-        own episode results, the last `EPISODE_INFOS` ended envs of the step."""
+        own episode results, the last `EPISODE_INFOS` ended envs of the step (``t``: seconds
+        since the adapter was made, as `SB3VecEnv`'s infos)."""
         ids = np.flatnonzero(ended)[-EPISODE_INFOS:]
         if ids.size:
             ret, length = info["final/return"][ids], info["final/length"][ids]
-            t = round(time.time() - self.start_time / 1e9, 6)
+            t = round(time.time() - adapter.created, 6)
             self.ep_info_buffer.extend(
                 {"r": float(r), "l": int(n), "t": t} for r, n in zip(ret, length, strict=True)
             )

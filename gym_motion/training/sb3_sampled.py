@@ -275,6 +275,7 @@ class SB3SampledLearner(SB3Learner):
                 steps = sum(b.env_steps for b in batches)
                 timing = {
                     "time/env_steps_per_s": steps / wall,
+                    "time/rollout_s": wall,  # the per-update profile, as in-process runs log
                     "time/collect_s": wall,
                     "time/sampler_collect_s": slowest,
                     "time/overhead_s": wall - slowest,

@@ -132,9 +132,9 @@ def train(config: RunConfig, *, resume: bool = False) -> dict[str, Any]:
     from gym_motion.envs.tracking import TrackingVecEnv
 
     library = learner_class(config.library, sampled=config.samplers > 0)
+    library.check(config)  # names the missing extra first, if any
     if not config.distributed:  # a rank's device is its own (for_rank)
         config = replace(config, device=_device(config.device))
-    library.check(config)
     recorded = config
     config, rank = for_rank(config)
     main = rank is None or rank.is_main

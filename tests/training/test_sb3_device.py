@@ -209,3 +209,17 @@ def test_every_learner_trains_on_the_device_auto_resolves_to(tmp_path, capsys, l
     assert json.loads((out / "config.json").read_text())["train"]["device"] == expected
     assert summary["env_steps"] >= 48
     assert RunFolder(out).run_config().device == expected
+
+
+def test_the_rollout_path_survives_save_and_load_and_refuses_what_it_does_not_do(tmp_path):
+    """A model built for SB3's host buffer (the Ray-sampled learner's) keeps it when loaded
+    on any device; the device path refuses reward normalisation rather than skip it."""
+    model, venv = _model(False, "policy")
+    model.save(tmp_path / "model.zip")
+    loaded = TrackingPPO.load(tmp_path / "model.zip", env=venv, device="cpu")
+    assert loaded.device_rollouts is False
+    assert not isinstance(loaded.rollout_buffer, DeviceRolloutBuffer)
+    model, venv = _model(True, "policy")
+    venv.norm_reward = True
+    with pytest.raises(ValueError, match="norm_reward=False"):
+        model.learn(16 * 6)

@@ -94,7 +94,7 @@ class SB3VecEnv(VecEnv):
         self._actions: np.ndarray | None = None
         self._infos: list[dict[str, Any]] = [{} for _ in range(n)]
         self._written: np.ndarray = np.zeros(0, np.int64)
-        self._t0 = time.time()
+        self.created = time.time()  # the infos' episode times count from here
         self.last_info: dict[str, Any] = {}
         self.total_steps = 0  # env steps summed over envs since creation
 
@@ -126,7 +126,7 @@ class SB3VecEnv(VecEnv):
         if done_ids.size:
             final_obs = info["final_obs"]
             ret, length = info["final/return"], info["final/length"]
-            t = round(time.time() - self._t0, 6)
+            t = round(time.time() - self.created, 6)
             time_out = truncated & ~terminated
             for i in done_ids:
                 if isinstance(final_obs, dict):
