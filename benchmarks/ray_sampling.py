@@ -65,7 +65,7 @@ def _sampled(config):
     from stable_baselines3.common.logger import Logger
 
     from gym_motion.training.samplers import SamplerPool, array_bytes
-    from gym_motion.training.sb3_sampled import SB3Collector, SB3SampledLearner
+    from gym_motion.training.sb3.sampled import SB3Collector, SB3SampledLearner
     from gym_motion.training.skeleton import train_motions
 
     pool = SamplerPool(config, train_motions([]), SB3Collector(config), seed=0)
@@ -114,7 +114,7 @@ def _bytes_at(config, num_envs: int) -> dict[str, float]:
     from dataclasses import replace
 
     from gym_motion.training.samplers import Sampler
-    from gym_motion.training.sb3_sampled import SB3Collector, SB3SampledLearner
+    from gym_motion.training.sb3.sampled import SB3Collector, SB3SampledLearner
     from gym_motion.training.skeleton import train_motions
 
     cfg = replace(config, num_envs=num_envs, samplers=1)

@@ -19,7 +19,7 @@ def main() -> None:
 
     from gym_motion.training import RunConfig
     from gym_motion.training.samplers import SamplerPool
-    from gym_motion.training.sb3_sampled import SB3Collector, SB3SampledLearner
+    from gym_motion.training.sb3.sampled import SB3Collector, SB3SampledLearner
     from gym_motion.training.skeleton import train_motions
 
     t0 = time.perf_counter()

@@ -19,8 +19,9 @@ import argparse
 import torch
 from rsl_rl.runners import OnPolicyRunner
 
-from gym_motion.adapters.rsl_rl import RslRlVecEnv, runner_cfg
+from gym_motion.adapters.rsl_rl import RslRlVecEnv
 from gym_motion.envs import TrackingVecEnv
+from gym_motion.training.rsl_rl import runner_cfg
 
 
 def main(argv: list[str] | None = None) -> OnPolicyRunner:

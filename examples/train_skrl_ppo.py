@@ -4,7 +4,7 @@ The batched env runs in SAME_STEP autoreset mode (skrl steps on with the observa
 returns, which must be the next episode's first for an env that ended); `SkrlInfo` puts the
 per-term rewards, episode results, termination rates and tracking errors where skrl's trainer
 logs them (``info["episode"]``); skrl's gymnasium wrapper turns arrays into torch tensors. PPO
-settings follow BeyondMimic's rsl_rl values (`gym_motion.adapters.rsl_rl.config`'s defaults
+settings follow BeyondMimic's rsl_rl values (`gym_motion.training.rsl_rl.config`'s defaults
 with `BEYONDMIMIC_PPO`) in skrl's names; the actor and critic both read the 160-value policy
 observation.
 

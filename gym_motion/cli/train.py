@@ -190,7 +190,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     lib.add_argument(
         "--ppo", nargs="*", default=[], metavar="KEY=VALUE",
         help=f"override PPO settings ({', '.join(PPO_DEFAULTS)}; with --library rsl_rl the "
-        "keys of gym_motion.adapters.rsl_rl.config.PPO_DEFAULTS), values as JSON",
+        "keys of gym_motion.training.rsl_rl.config.PPO_DEFAULTS), values as JSON",
     )  # fmt: skip
     lib.add_argument(
         "--sac", nargs="*", default=[], metavar="KEY=VALUE",

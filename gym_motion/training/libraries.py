@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from gym_motion.training.rsl_rl import RslRlLearner
 from gym_motion.training.sb3 import SB3Learner
-from gym_motion.training.sb3_sampled import SB3SampledLearner
+from gym_motion.training.sb3.sampled import SB3SampledLearner
 
 __all__ = ["LIBRARIES", "SAMPLED", "learner_class"]
 

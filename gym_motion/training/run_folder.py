@@ -149,7 +149,7 @@ class RunFolder:
 
     def run_config(self) -> RunConfig:
         """The run's `RunConfig` (its ``train`` section and task; an rsl_rl run's PPO settings
-        from its recorded runner config, `gym_motion.adapters.rsl_rl.config.recorded_ppo`).
+        from its recorded runner config, `gym_motion.training.rsl_rl.config.recorded_ppo`).
 
         Raises:
             ValueError: see `env_cfg`, or a field out of range.
@@ -159,7 +159,7 @@ class RunFolder:
         settings, recorded = self.train_settings(), self.config()
         if settings.get("library") == "rsl_rl" and "rsl_rl" in recorded:
             # the runner config it trained with, not today's defaults with its overrides
-            from gym_motion.adapters.rsl_rl.config import recorded_ppo
+            from gym_motion.training.rsl_rl.config import recorded_ppo
 
             settings["ppo"] = recorded_ppo(
                 recorded["rsl_rl"], recorded.get("init_at_random_ep_len", True)

@@ -38,7 +38,7 @@ from gym_motion.training import RunConfig, RunFolder, train, train_env_cfg  # no
 from gym_motion.training import samplers as samplers_module  # noqa: E402
 from gym_motion.training.samplers import Sampler, SamplerBatch, SamplerPool  # noqa: E402
 from gym_motion.training.sb3 import make_model  # noqa: E402
-from gym_motion.training.sb3_sampled import (  # noqa: E402
+from gym_motion.training.sb3.sampled import (  # noqa: E402
     BUFFER_KEYS,
     SB3Collector,
     SB3SampledLearner,

@@ -18,7 +18,7 @@ from gym_motion.envs import TrackingVecEnv  # noqa: E402
 from gym_motion.training import RunConfig  # noqa: E402
 from gym_motion.training.devices import available_devices, resolve_device  # noqa: E402
 from gym_motion.training.sb3 import make_model, progress_logger  # noqa: E402
-from gym_motion.training.sb3_ppo import DeviceRolloutBuffer, TrackingPPO  # noqa: E402
+from gym_motion.training.sb3.ppo import DeviceRolloutBuffer, TrackingPPO  # noqa: E402
 
 
 def _fill(buffers, obs_space, n_steps, n_envs, seed=0):

@@ -7,7 +7,8 @@ and an ``extras`` dict with ``time_outs`` (truncations, for value bootstrapping)
 
     from rsl_rl.runners import OnPolicyRunner
     from gym_motion.envs import TrackingVecEnv
-    from gym_motion.adapters.rsl_rl import RslRlVecEnv, runner_cfg
+    from gym_motion.adapters.rsl_rl import RslRlVecEnv
+    from gym_motion.training.rsl_rl import runner_cfg
 
     env = RslRlVecEnv(TrackingVecEnv(64, autoreset_mode="same_step", obs_mode="dict"))
     runner = OnPolicyRunner(env, runner_cfg(), log_dir="runs/rsl", device="cpu")

@@ -1,18 +1,16 @@
-"""Stable-Baselines3 adapter: the env as an SB3 ``VecEnv``, callbacks, and run loading.
+"""Stable-Baselines3 adapter: what a user's own SB3 loop imports.
 
 Modules:
 
 - `vec_env`: `SB3VecEnv`, an SB3 ``VecEnv`` over a SAME_STEP `TrackingVecEnv`.
-- `callbacks`: `TrackingLogCallback` and the training callbacks (`KLAdaptiveLR` with
-  `KLAdaptiveLRCallback`, `ResetNoiseCurriculum`, `ProgressBar`).
-`gym-motion train`'s Stable-Baselines3 learner (PPO with BeyondMimic's hyperparameters, or
-SAC) is `gym_motion.training.sb3`.
-- `policy`: a trained run folder as a policy callable for `gym_motion.evaluate`.
-- `vec_wrappers`: `ObsMoments` and `SpacesVecEnv`, for rollouts collected in other processes
-  (`gym_motion.training.sb3_sampled`).
+- `callbacks`: `TrackingLogCallback` (the env's statistics to SB3's logger) and callbacks a loop
+  may add (`KLAdaptiveLR` with `KLAdaptiveLRCallback`, `ResetNoiseCurriculum`, `ProgressBar`).
+- `asymmetric`: `AsymmetricActorCriticPolicy`, the actor on the policy group and the critic on
+  the privileged group.
 
-The names below are imported on first use, so importing this package (as the command line does
-to register ``gym-motion train``) loads neither SB3 nor torch::
+`gym-motion train`'s Stable-Baselines3 learner, its defaults and run folders are
+`gym_motion.training.sb3`. The names below are imported on first use, so importing this package
+loads neither SB3 nor torch::
 
     from gym_motion.adapters.sb3 import SB3VecEnv, TrackingLogCallback
 """
@@ -24,6 +22,7 @@ from typing import TYPE_CHECKING
 from gym_motion.adapters import lazy_exports
 
 if TYPE_CHECKING:
+    from gym_motion.adapters.sb3.asymmetric import AsymmetricActorCriticPolicy
     from gym_motion.adapters.sb3.callbacks import (
         KLAdaptiveLR,
         KLAdaptiveLRCallback,
@@ -31,30 +30,27 @@ if TYPE_CHECKING:
         ResetNoiseCurriculum,
         TrackingLogCallback,
     )
-    from gym_motion.adapters.sb3.policy import load_run_policy, model_policy
     from gym_motion.adapters.sb3.vec_env import SB3VecEnv
 
 # public name -> the submodule that defines it
 _SOURCES = {
     "SB3VecEnv": "vec_env",
+    "AsymmetricActorCriticPolicy": "asymmetric",
     "TrackingLogCallback": "callbacks",
     "KLAdaptiveLR": "callbacks",
     "KLAdaptiveLRCallback": "callbacks",
     "ResetNoiseCurriculum": "callbacks",
     "ProgressBar": "callbacks",
-    "load_run_policy": "policy",
-    "model_policy": "policy",
 }
 
 __all__ = [
+    "AsymmetricActorCriticPolicy",
     "KLAdaptiveLR",
     "KLAdaptiveLRCallback",
     "ProgressBar",
     "ResetNoiseCurriculum",
     "SB3VecEnv",
     "TrackingLogCallback",
-    "load_run_policy",
-    "model_policy",
 ]
 
 

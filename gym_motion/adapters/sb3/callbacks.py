@@ -5,7 +5,6 @@
 - `KLAdaptiveLR` and `KLAdaptiveLRCallback`: a learning rate moved with each update's KL.
 - `ResetNoiseCurriculum`: ramps the env's reset noise with the fraction of steps done.
 - `ProgressBar`: a tqdm bar over env steps.
-- `ProgressCallback`: drives `gym-motion train`'s `gym_motion.training.progress.Progress`.
 
 Example::
 
@@ -22,7 +21,6 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
 
 from stable_baselines3.common.callbacks import BaseCallback
 
@@ -34,7 +32,6 @@ __all__ = [
     "KLAdaptiveLR",
     "KLAdaptiveLRCallback",
     "ProgressBar",
-    "ProgressCallback",
     "ResetNoiseCurriculum",
     "TrackingLogCallback",
 ]
@@ -241,45 +238,3 @@ class ProgressBar(BaseCallback):
     def _on_training_end(self) -> None:
         if self.bar is not None:
             self.bar.close()
-
-
-class ProgressCallback(BaseCallback):
-    """Drives a `gym-motion train` run's `gym_motion.training.progress.Progress` from SB3's
-    loop: after each rollout (before its update), `Progress.after_rollout` with the latest row
-    of `log` (a `TrackingLogCallback` listed before this callback) sets the reset-noise scale,
-    runs the periodic evaluation (logged as ``eval/*``) and checks the budget; the next step
-    stops learning once ``progress.stop`` is set. Logs ``curriculum/reset_noise_scale``.
-
-    Args:
-        progress: the run's `Progress`. log: the run's `TrackingLogCallback`.
-        dump: write the logger's row after an evaluation (off-policy runs dump on request).
-    """
-
-    def __init__(self, progress: Any, log: TrackingLogCallback, dump: bool = False):
-        super().__init__()
-        self.progress, self.log, self.dump = progress, log, bool(dump)
-        self._seen = 0
-
-    def _new_row(self) -> dict[str, float] | None:
-        if len(self.log.history) == self._seen:
-            return None
-        self._seen = len(self.log.history)
-        return {k: v for k, v in self.log.history[-1].items() if k != "timesteps"}
-
-    def _on_rollout_start(self) -> None:
-        self.logger.record("curriculum/reset_noise_scale", self.progress.scale)
-
-    def _on_step(self) -> bool:
-        return not self.progress.stop
-
-    def _on_rollout_end(self) -> None:
-        values = self.progress.after_rollout(self.num_timesteps, self._new_row())
-        for key, value in values.items():
-            self.logger.record(key, value)
-        if values and self.dump:
-            self.logger.dump(self.num_timesteps)
-
-    def _on_training_end(self) -> None:
-        row = self._new_row()  # an off-policy run's last row, logged at the end
-        if row is not None:
-            self.progress.history.append({"timesteps": float(self.num_timesteps), **row})

@@ -146,7 +146,7 @@ class SB3VecEnv(VecEnv):
         """One step of the vector env, as gymnasium returns it (``obs, reward, terminated,
         truncated, info``, no per-env dicts); `last_info` and `total_steps` follow it as in
         `step_wait`. For a learner's own batched rollout loop
-        (`gym_motion.training.sb3_ppo.TrackingPPO`)."""
+        (`gym_motion.training.sb3.ppo.TrackingPPO`)."""
         obs, reward, terminated, truncated, info = self.venv.step(actions)
         self.last_info = info
         self.total_steps += self.num_envs

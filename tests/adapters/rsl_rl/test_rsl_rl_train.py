@@ -11,15 +11,15 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("rsl_rl")
 
-from gym_motion.adapters.rsl_rl.config import (  # noqa: E402
+from gym_motion.cli import build_parser, main  # noqa: E402
+from gym_motion.cli.train import run_config  # noqa: E402
+from gym_motion.training import RunConfig, RunFolder, train, train_env_cfg  # noqa: E402
+from gym_motion.training.rsl_rl.config import (  # noqa: E402
     BEYONDMIMIC_PPO,
     PPO_DEFAULTS,
     recorded_ppo,
     runner_cfg,
 )
-from gym_motion.cli import build_parser, main  # noqa: E402
-from gym_motion.cli.train import run_config  # noqa: E402
-from gym_motion.training import RunConfig, RunFolder, train, train_env_cfg  # noqa: E402
 
 RUN_FILES = ("model.pt", "config.json", "summary.json", "training_curves.png")
 SUMMARY_KEYS = {"run", "library", "interrupted", "stopped_by", "env_steps", "iterations",
@@ -157,7 +157,7 @@ class _RunsCodeWhenUnpickled:
 def test_model_pt_loads_as_weights_only_and_a_doctored_one_is_refused(tiny_run, tmp_path):
     import torch
 
-    from gym_motion.adapters.rsl_rl.policy import load_actor, load_checkpoint
+    from gym_motion.training.rsl_rl.policy import load_actor, load_checkpoint
 
     state = torch.load(tiny_run / "model.pt", weights_only=True)  # the file needs no more
     assert {"actor_state_dict", "iter"} <= set(state)

@@ -13,8 +13,9 @@ from gymnasium.vector import AutoresetMode  # noqa: E402
 from rsl_rl.env import VecEnv  # noqa: E402
 from tensordict import TensorDict  # noqa: E402
 
-from gym_motion.adapters.rsl_rl import RslRlVecEnv, runner_cfg  # noqa: E402
+from gym_motion.adapters.rsl_rl import RslRlVecEnv  # noqa: E402
 from gym_motion.envs import TrackingVecEnv  # noqa: E402
+from gym_motion.training.rsl_rl import runner_cfg  # noqa: E402
 
 N = 6
 

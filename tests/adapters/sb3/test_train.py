@@ -456,8 +456,8 @@ def test_cli_user_errors_are_one_line_with_exit_code_2(tiny_run, capsys):
 def test_sac_run_logs_evaluates_and_exports(tmp_path, monkeypatch, capsys):
     import numpy as np
 
-    from gym_motion.adapters.sb3.policy import load_run
-    from gym_motion.training import sb3 as learner_module
+    from gym_motion.training.sb3 import learner as learner_module
+    from gym_motion.training.sb3.policy import load_run
 
     with pytest.raises(ValueError, match="algo 'sac' trains on obs_mode 'policy'"):
         train(RunConfig(algo="sac", out=str(tmp_path / "no")))

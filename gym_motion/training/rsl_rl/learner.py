@@ -9,9 +9,9 @@ actor with its observation normaliser, critic, optimiser; rsl_rl's own ``model_<
 checkpoints beside it) and TensorBoard events (rsl_rl's ``Loss/``, ``Train/``, ``Perf/`` keys,
 the tracking keys of `RslRlVecEnv`'s ``extras["log"]``, ``curriculum/reset_noise_scale`` and the
 ``eval/*`` evaluations). Its config.json adds rsl_rl's runner config, the observation sizes and
-the action count (what `gym_motion.adapters.rsl_rl.policy.load_actor` rebuilds the actor from).
+the action count (what `gym_motion.training.rsl_rl.policy.load_actor` rebuilds the actor from).
 
-PPO settings: `gym_motion.adapters.rsl_rl.config.PPO_DEFAULTS` (BeyondMimic's rsl_rl values
+PPO settings: `gym_motion.training.rsl_rl.config.PPO_DEFAULTS` (BeyondMimic's rsl_rl values
 adapted to 256 envs on a CPU), changed with ``RunConfig.ppo`` (``--ppo KEY=VALUE``). Under
 ``torchrun``, ``distributed`` makes each process one rank of a data-parallel run
 (`gym_motion.training.distributed`; docs/scaling.md): rsl_rl's runner averages the gradients
@@ -29,8 +29,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gym_motion.adapters.rsl_rl.config import resolved_ppo, runner_cfg
 from gym_motion.policy import Policy
+from gym_motion.training.rsl_rl.config import resolved_ppo, runner_cfg
 
 if TYPE_CHECKING:
     from gym_motion.training.config import RunConfig
@@ -72,13 +72,13 @@ class RslRlLearner:
 
     @staticmethod
     def load_policy(run_dir: Path) -> Policy:
-        from gym_motion.adapters.rsl_rl.policy import load_run_policy
+        from gym_motion.training.rsl_rl.policy import load_run_policy
 
         return load_run_policy(run_dir)[0]
 
     @staticmethod
     def actor_module(run_dir: Path):
-        from gym_motion.adapters.rsl_rl.export import actor_module
+        from gym_motion.training.rsl_rl.export import actor_module
 
         return actor_module(run_dir)
 
@@ -127,7 +127,7 @@ class RslRlLearner:
             ValueError: model.pt holds more than tensors and plain containers (it is read
                 with ``weights_only=True`` first: rsl_rl's own loader unpickles in full).
         """
-        from gym_motion.adapters.rsl_rl.policy import load_checkpoint
+        from gym_motion.training.rsl_rl.policy import load_checkpoint
 
         load_checkpoint(path / "model.pt", "cpu")  # refuses a file that could run code
         self.runner.load(str(path / "model.pt"), map_location=self.config.device)
@@ -179,7 +179,7 @@ class RslRlLearner:
         return {"iterations": self.runner.current_learning_iteration + 1}
 
     def policy(self) -> Policy:
-        from gym_motion.adapters.rsl_rl.policy import actor_policy
+        from gym_motion.training.rsl_rl.policy import actor_policy
 
         return actor_policy(self.runner.alg.get_policy(), self.config.device)
 

@@ -25,7 +25,7 @@ def actor_module(run_dir: str | os.PathLike):
         ValueError: an actor that reads every observation group (SB3's MultiInputPolicy), not
             the policy group alone.
     """
-    from gym_motion.adapters.sb3.policy import load_run
+    from gym_motion.training.sb3.policy import load_run
 
     model, norm, _ = load_run(Path(run_dir))
     module, dim = _actor(model, norm)

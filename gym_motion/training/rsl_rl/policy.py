@@ -2,7 +2,7 @@
 
 Example::
 
-    from gym_motion.adapters.rsl_rl.policy import load_run_policy
+    from gym_motion.training.rsl_rl.policy import load_run_policy
     from gym_motion.evaluate import evaluate_policy_on_clips
 
     policy, config = load_run_policy("runs/rsl")  # a `gym-motion train --library rsl_rl` run

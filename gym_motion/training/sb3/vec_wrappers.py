@@ -1,4 +1,4 @@
-"""SB3 ``VecEnv`` pieces for rollouts collected elsewhere (`gym_motion.training.sb3_sampled`):
+"""SB3 ``VecEnv`` pieces for rollouts collected elsewhere (`gym_motion.training.sb3.sampled`):
 
 - `ObsMoments`: records the moments of the raw observations a ``VecEnv`` steps through, to be
   combined into a ``VecNormalize`` in another process::

@@ -2,7 +2,7 @@
 
 Example::
 
-    from gym_motion.adapters.sb3.policy import load_run_policy
+    from gym_motion.training.sb3.policy import load_run_policy
     from gym_motion.evaluate import evaluate_policy_on_clips
 
     policy, config = load_run_policy("runs/dance")  # a `gym-motion train` run folder

@@ -40,7 +40,8 @@ import numpy as np
 
 from gym_motion.envs.stats import TrackingStats
 from gym_motion.training.samplers import SamplerBatch, array_bytes
-from gym_motion.training.sb3 import SB3Learner, make_model, progress_logger, resolved_settings
+from gym_motion.training.sb3.config import resolved_settings
+from gym_motion.training.sb3.learner import SB3Learner, make_model, progress_logger
 
 if TYPE_CHECKING:
     from gym_motion.training.config import RunConfig
@@ -86,7 +87,7 @@ class SB3SamplerRollouts:
         from stable_baselines3.common.vec_env import VecNormalize
 
         from gym_motion.adapters.sb3.vec_env import SB3VecEnv
-        from gym_motion.adapters.sb3.vec_wrappers import ObsMoments
+        from gym_motion.training.sb3.vec_wrappers import ObsMoments
 
         self.moments = ObsMoments(SB3VecEnv(env))
         self.venv = VecNormalize(self.moments, training=False, norm_obs=True, norm_reward=False,
@@ -196,7 +197,7 @@ class SB3SampledLearner(SB3Learner):
     def __init__(self, config: RunConfig, env: Any, out: Path | None, world_size: int = 1):
         from stable_baselines3.common.vec_env import VecNormalize
 
-        from gym_motion.adapters.sb3.vec_wrappers import SpacesVecEnv
+        from gym_motion.training.sb3.vec_wrappers import SpacesVecEnv
 
         self.config, self._out, self.pool = config, out, env
         spaces = SpacesVecEnv(config.num_envs, env.observation_space, env.action_space)
@@ -238,7 +239,7 @@ class SB3SampledLearner(SB3Learner):
 
     def _combine(self, moments) -> None:
         """Fold raw-observation moments (`ObsMoments.moments`) into the statistics."""
-        from gym_motion.adapters.sb3.vec_wrappers import running_mean_std
+        from gym_motion.training.sb3.vec_wrappers import running_mean_std
 
         if isinstance(self.venv.obs_rms, dict):
             for k, rms in self.venv.obs_rms.items():

@@ -23,7 +23,7 @@ def actor_module(run_dir: str | os.PathLike):
         FileNotFoundError: no model.pt or config.json in `run_dir` (`load_actor`).
         ValueError: an actor that reads other groups than "policy", or not an rsl_rl run.
     """
-    from gym_motion.adapters.rsl_rl.policy import load_actor
+    from gym_motion.training.rsl_rl.policy import load_actor
 
     config_path = Path(run_dir) / "config.json"
     if config_path.is_file():  # else load_actor names the missing file
