@@ -108,11 +108,14 @@ def report(run: Path) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
     p.add_argument("--device", default="cuda", help="torch device (default cuda)")
     p.add_argument("--motion", default=str(JAZZ), help="clip (default: the shared jazz walk)")
     p.add_argument("--minutes", type=float, default=6.0, help="wall budget of learning")
-    p.add_argument("--out", default="gpu_train_check", help="folder of the results")
+    p.add_argument("--out", default="gpu_train_check",
+                   help="folder of the results (its run/ is replaced)")  # fmt: skip
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--num-envs", type=int, default=None, help="replace the recipe's")
     p.add_argument("--backend", default=None, help="replace the recipe's")
@@ -125,9 +128,14 @@ def main(argv: list[str] | None = None) -> int:
     from gym_motion.cli.train import run_config
     from gym_motion.training import train
 
+    try:
+        info = machine(args.device)
+    except ValueError as exc:  # a device torch does not list: one line, as `gym-motion train`
+        print(f"gpu_train_check: error: {exc}", file=sys.stderr)
+        return 2
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    result: dict = {"machine": machine(args.device)}
+    result: dict = {"machine": info}
     print(json.dumps(result["machine"]), flush=True)
     argv_train = ["train", "--motion", args.motion, "--recipe", "clip", "--device", args.device,
                   "--max-minutes", str(args.minutes), "--no-video", "--seed", str(args.seed),

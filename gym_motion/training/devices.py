@@ -45,7 +45,8 @@ def resolve_device(name: str) -> str:
     if resolved not in listed:
         why = ""
         if device.type == "cuda" and torch.version.cuda is None:
-            why = f" (torch {torch.__version__} is a CPU build: README, 'Training on a GPU')"
+            why = (f" (torch {torch.__version__} is a CPU build: docs/training.md, 'Training on a "
+                   "GPU')")  # fmt: skip
         elif device.type == "cuda":
             why = f" (torch sees {torch.cuda.device_count()} CUDA device(s))"
         raise ValueError(f"device {name!r} is not available here{why}; torch lists {listed}")
