@@ -28,7 +28,7 @@ from gym_motion.training.libraries import learner_class
 from gym_motion.training.progress import Progress, RunAborted
 from gym_motion.training.run_folder import RunFolder
 
-__all__ = ["Learner", "train", "train_motions"]
+__all__ = ["Learner", "physics_on_learner_device", "train", "train_motions"]
 
 INTERRUPTED = "\ngym-motion train: interrupted; saving the policy trained so far and summary.json"
 
@@ -134,7 +134,7 @@ def train(config: RunConfig, *, resume: bool = False) -> dict[str, Any]:
     library = learner_class(config.library, sampled=config.samplers > 0)
     library.check(config)  # names the missing extra first, if any
     if not config.distributed:  # a rank's device is its own (for_rank)
-        config = replace(config, device=_device(config.device))
+        config = physics_on_learner_device(replace(config, device=_device(config.device)))
     recorded = config
     config, rank = for_rank(config)
     main = rank is None or rank.is_main
@@ -252,6 +252,16 @@ def train(config: RunConfig, *, resume: bool = False) -> dict[str, Any]:
     plot_curves(progress.history, folder.path / "training_curves.png", progress.evals)
     folder.write_summary(summary)
     return summary
+
+
+def physics_on_learner_device(config: RunConfig) -> RunConfig:
+    """`config` with MuJoCo Warp's physics on the learner's GPU (``config.device``, resolved)
+    where the backend is ``mjwarp`` and names no device of its own (else Warp's default,
+    cuda:0, whatever ``--device cuda:N``); other configs as they are."""
+    backend = config.env.backend
+    if backend.name != "mjwarp" or backend.device is not None or config.device == "cpu":
+        return config
+    return replace(config, env=config.env.updated(backend_kwargs={"device": config.device}))
 
 
 def _device(name: str) -> str:

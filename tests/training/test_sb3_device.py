@@ -223,3 +223,17 @@ def test_the_rollout_path_survives_save_and_load_and_refuses_what_it_does_not_do
     venv.norm_reward = True
     with pytest.raises(ValueError, match="norm_reward=False"):
         model.learn(16 * 6)
+
+
+def test_mjwarp_physics_goes_to_the_learners_gpu_unless_the_backend_names_one():
+    from gym_motion.training.skeleton import physics_on_learner_device
+
+    gpu = RunConfig(device="cuda:1", env=RunConfig().env.updated(backend="mjwarp"))
+    assert physics_on_learner_device(gpu).env.backend.device == "cuda:1"
+    own = RunConfig(device="cuda:1", env=RunConfig().env.updated(
+        backend="mjwarp", backend_kwargs={"device": "cuda:0"}))  # fmt: skip
+    assert physics_on_learner_device(own) == own
+    cpu = RunConfig(device="cpu", env=RunConfig().env.updated(backend="mjwarp"))
+    assert physics_on_learner_device(cpu) == cpu
+    mujoco = RunConfig(device="cuda:0")
+    assert physics_on_learner_device(mujoco) == mujoco
