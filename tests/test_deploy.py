@@ -558,6 +558,28 @@ def test_exported_metadata_has_the_keys_and_values_of_the_mjlab_file(fence):
         np.testing.assert_allclose(a, b, atol=5e-4 + 1e-6, err_msg=key)  # theirs: 3 decimals
 
 
+def test_a_clipped_and_scaled_term_is_written_to_the_metadata_and_applied_by_the_mapping():
+    """A policy trained with a term clipped and scaled in the env says so in its metadata; the
+    mapping from a plain env applies that clip and scale, and refuses an env that would apply
+    them a second time."""
+    base = TrackingEnvCfg()
+    policy = dict(base.observations["policy"])
+    policy["joint_vel"] = dataclasses.replace(policy["joint_vel"], clip=(-5.0, 5.0), scale=0.05)
+    trained = dataclasses.replace(base, observations={**base.observations, "policy": policy})
+    meta = deploy_metadata(trained)
+    k = list(policy).index("joint_vel")
+    assert meta["observation_terms_scale"].split(",")[k] == "0.05"
+    assert meta["observation_terms_clip"].split("],")[k].strip("[]") == "-5.0,5.0"
+    mapping = PolicyMeta.from_mapping(meta, "trained").mapping(base)
+    start = sum(t.dim for t in list(policy.values())[:k])
+    cols = slice(start, start + policy["joint_vel"].dim)
+    np.testing.assert_array_equal(mapping.obs_scale[cols], np.float32(0.05))
+    np.testing.assert_array_equal(mapping.obs_clip[:, cols], [[-5.0] * 29, [5.0] * 29])
+    assert mapping.obs_scale.sum() == mapping.obs_dim - 29 + 29 * np.float32(0.05)
+    with pytest.raises(ValueError, match=r"env clips or scales the policy terms \['joint_vel'\]"):
+        PolicyMeta.from_mapping(meta, "trained").mapping(trained)
+
+
 @pytest.fixture(scope="module", params=["policy", "dict"])
 def tiny_run(request, tmp_path_factory) -> Path:
     """A `gym-motion train` run folder after a few PPO updates on 2 envs (no periodic
@@ -711,7 +733,7 @@ def test_run_env_cfg_reads_tagged_and_plain_configs_and_refuses_another_robot(tm
     # config.json of an earlier version: no "library", the task as plain values
     plain = {
         "train": {"state_estimation": False, "motion": [str(DEFAULT_MOTION_PATH)]},
-        "env": plain_values(train_env_cfg(state_estimation=False)),
+        "env": {**plain_values(train_env_cfg(state_estimation=False)), "state_estimation": False},
     }
     assert "__type__" not in plain["env"]
     cfg = env_cfg(plain)

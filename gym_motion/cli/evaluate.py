@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -189,9 +189,9 @@ def policy_source(args: argparse.Namespace, command: str) -> PolicySource:
     if folder is not None and folder.config():
         cfg = folder.env_cfg()
         if state_estimation is not None:
-            cfg = replace(cfg, state_estimation=state_estimation)
+            cfg = cfg.updated(state_estimation=state_estimation)
     elif state_estimation is not None or args.backend is not None:
-        cfg = TrackingEnvCfg(state_estimation=state_estimation is not False)
+        cfg = TrackingEnvCfg().updated(state_estimation=state_estimation is not False)
     return PolicySource(name, _with_backend(cfg, args), folder, name)
 
 

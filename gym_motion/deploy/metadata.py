@@ -154,10 +154,15 @@ def deploy_metadata(cfg: TrackingEnvCfg) -> dict[str, str]:
         "body_names": ",".join(robot.tracked_bodies),
         "observation_names": ",".join(DEPLOY_OBS_NAMES.get(t.func, k) for k, t in terms.items()),
         "command_names": "motion",
-        "observation_terms_scale": format_numbers([1.0] * n),
+        "observation_terms_scale": format_numbers(
+            [1.0 if t.scale is None else t.scale for t in terms.values()]
+        ),
         "observation_terms_flatten_history_dim": format_numbers([1.0] * n),
         "observation_terms_history_length": format_numbers([1.0] * n),
-        "observation_terms_clip": ",".join(["[-inf, inf]"] * n),
+        "observation_terms_clip": ",".join(
+            "[-inf, inf]" if t.clip is None else f"[{format_numbers(t.clip)}]"
+            for t in terms.values()
+        ),
     }
 
 
@@ -440,7 +445,8 @@ class PolicyMeta:
         Raises:
             ValueError: (one line, naming `source` and the env) another joint count, joint
                 names the robot lacks, another anchor body, an observation term that is
-                unknown or that the env's policy observation lacks.
+                unknown or that the env's policy observation lacks, an env that clips or
+                scales its policy terms.
 
         Warns:
             UserWarning: stated joint stiffness or damping other than the robot's.
@@ -553,6 +559,13 @@ class PolicyMapping:
         self._pol_scale = self.action_scale.astype(np.float32)
 
         env_terms = cfg.observation_groups()["policy"]
+        processed = [k for k, t in env_terms.items() if t.clip is not None or t.scale is not None]
+        if processed:
+            raise ValueError(
+                f"{env_name} clips or scales the policy terms {processed}; a mapped policy reads "
+                "the env's terms as they are computed and applies its own clip and scale: "
+                "build the env without them"
+            )
         all_terms = policy_terms(True, robot)
         env_slices, start = {}, 0
         for key, term in env_terms.items():

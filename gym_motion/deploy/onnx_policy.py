@@ -38,7 +38,7 @@ import numpy as np
 
 from gym_motion.backends.threads import available_cpus
 from gym_motion.deploy.metadata import PolicyMapping, PolicyMeta, read_meta_file
-from gym_motion.envs.config import TrackingEnvCfg
+from gym_motion.envs.config import TrackingEnvCfg, with_anchor_velocity
 
 if TYPE_CHECKING:
     from gym_motion.envs.tracking import TrackingVecEnv
@@ -215,8 +215,8 @@ class OnnxPolicy:
         when it observes the reference anchor's velocity (`PolicyMeta.needs_anchor_velocity`)."""
         if state_estimation is None:
             state_estimation = self.state_estimation
-        return TrackingEnvCfg(state_estimation=state_estimation,
-                              anchor_velocity_obs=self.meta.needs_anchor_velocity())  # fmt: skip
+        cfg = TrackingEnvCfg().updated(state_estimation=state_estimation)
+        return with_anchor_velocity(cfg) if self.meta.needs_anchor_velocity() else cfg
 
     def mapping(self, cfg: TrackingEnvCfg, env_name: str = "the env") -> PolicyMapping:
         """The mapping of this policy onto an env of `cfg` (`PolicyMeta.mapping`), with its

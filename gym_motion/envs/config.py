@@ -11,8 +11,10 @@ drop a reward term or reweight one::
 
 from __future__ import annotations
 
+import functools
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -323,8 +325,75 @@ def critic_terms(robot: RobotSpec = G1) -> dict[str, ObsTermCfg]:
 
 
 ANCHOR_VELOCITY_TERM = {"anchor_vel": ObsTermCfg(obs.anchor_vel_b, 6)}
-"""The term `TrackingEnvCfg.anchor_velocity_obs` appends to both observation groups (project
-choice, docs/task.md section 5)."""
+"""The term `with_anchor_velocity` appends to both observation groups (project choice,
+docs/task.md section 5)."""
+
+STATE_ESTIMATION_TERMS = ("anchor_pos", "base_lin_vel")
+"""The policy terms only a state-estimating robot has; `no_state_estimation` drops them."""
+
+ObsGroups = dict[str, dict[str, ObsTermCfg]]
+
+
+def default_observations(robot: RobotSpec = G1) -> ObsGroups:
+    """The task's observation groups: "policy" (`policy_terms`, 160 values for the G1) and
+    "critic" (`critic_terms`, 286)."""
+    return {"policy": policy_terms(True, robot), "critic": critic_terms(robot)}
+
+
+def _state_estimation(groups: ObsGroups, on: bool, robot: RobotSpec) -> ObsGroups:
+    """`groups` with the policy group's `STATE_ESTIMATION_TERMS` dropped (`on` False) or the
+    missing ones put back in the task's place (`on` True); the other terms keep their order
+    and settings, so applying it twice changes nothing."""
+    policy = groups["policy"]
+    if not on:
+        kept = {k: t for k, t in policy.items() if k not in STATE_ESTIMATION_TERMS}
+        return {**groups, "policy": kept}
+    missing = [k for k in STATE_ESTIMATION_TERMS if k not in policy]
+    if not missing:
+        return groups
+    task = list(policy_terms(True, robot).items())
+    out = dict(policy)
+    for name in missing:  # after the task's nearest earlier term that the group has
+        i = next(i for i, (k, _) in enumerate(task) if k == name)
+        before = [k for k, _ in task[:i] if k in out]
+        keys = list(out)
+        at = keys.index(before[-1]) + 1 if before else 0
+        items = list(out.items())
+        out = dict(items[:at] + [task[i]] + items[at:])
+    return {**groups, "policy": out}
+
+
+def _anchor_velocity(groups: ObsGroups, on: bool) -> ObsGroups:
+    """`groups` with ``anchor_vel`` appended to the policy and critic groups, or dropped from
+    every group; nothing changes when the policy group already has it (`on`) or has not."""
+    if ("anchor_vel" in groups["policy"]) == on:
+        return groups
+    out = {}
+    for name, terms in groups.items():
+        kept = {k: t for k, t in terms.items() if k not in ANCHOR_VELOCITY_TERM}
+        if on and name in ("policy", "critic"):
+            kept |= ANCHOR_VELOCITY_TERM
+        out[name] = kept
+    return out
+
+
+def _noise(groups: ObsGroups, noise: dict[str, float], group: str, where: str) -> ObsGroups:
+    """`groups` with the uniform noise half-widths `noise` (term name -> width) in `group`.
+
+    Raises:
+        ValueError: a term `group` does not have, or a width that is not a finite number >= 0
+            (the message starts with `where`).
+    """
+    if not isinstance(noise, dict):
+        raise ValueError(f"{where} must be a dict of term name -> half-width, got {noise!r}")
+    terms = groups.get(group, {})
+    out = dict(terms)
+    for name, width in noise.items():
+        if name not in terms:
+            raise ValueError(f"{where}: the {group!r} observation has no term {name!r}; it has "
+                             f"{sorted(terms)}")  # fmt: skip
+        out[name] = replace(terms[name], noise=cv.real(f"{where}[{name!r}]", width, low=0.0))
+    return {**groups, group: out}
 
 
 @dataclass(frozen=True)
@@ -340,17 +409,12 @@ class TrackingEnvCfg:
         sim: physics timing. backend: physics backend and its settings.
         episode_length_s: time limit (truncation), s.
         rewards, terminations, events: term name -> term config.
-        state_estimation: False drops anchor position and base linear velocity from the
-            policy observation (154 values).
-        obs_noise: add the policy terms' uniform noise (training); off for evaluation.
-        policy_obs_noise: policy term name -> the half-width of its uniform training noise in
-            place of the task's (`policy_terms`), in the term's unit (e.g. ``{"anchor_pos":
-            0.05}``, m); empty: the task's. Not part of the task (docs/task.md section 5).
-        anchor_velocity_obs: append ``anchor_vel`` (`ANCHOR_VELOCITY_TERM`: the reference
-            anchor's linear velocity, m/s, then angular velocity, rad/s, in the robot anchor
-            frame, 6 values, no noise unless `policy_obs_noise` gives it some) to the policy
-            and critic observations (166 and 292 values). Not part of the task (docs/task.md
-            section 5).
+        observations: group name -> term name -> `ObsTermCfg` (noise, clip, scale), in
+            order; the "policy" group is what a policy reads, "critic" what an asymmetric
+            critic reads (default `default_observations`: 160 and 286 values). Functions on a
+            config change them as the research variants do: `no_state_estimation` (154),
+            `with_anchor_velocity` (166 and 292), `with_obs_noise`.
+        obs_noise: add the terms' uniform noise (training); off for evaluation.
         action_offset: where a zero action puts the joints: "default" (the default pose:
             target = default pose + scale x action, BeyondMimic's convention, docs/task.md
             section 6) or "reference" (residual actions: target = the reference joint
@@ -359,11 +423,17 @@ class TrackingEnvCfg:
             convention, `gym_motion.training.export`).
         reset: RSI noise. sampling: where episodes start in the motion.
 
+    Keywords kept for configs written before observation groups (and old run folders'
+    config.json): ``state_estimation`` (False: `no_state_estimation`; True: its terms back),
+    ``anchor_velocity_obs`` (True: `with_anchor_velocity`; False: ``anchor_vel`` dropped),
+    ``policy_obs_noise`` (`with_obs_noise` on the policy group); None leaves the groups as
+    given. `state_estimation` and `anchor_velocity_obs` read the groups.
+
     Raises:
         ValueError: a field of the wrong type, episode_length_s not a finite number of at
-            least one control step, or a policy_obs_noise entry that names no policy term or
-            whose half-width is not a finite number >= 0 (named); the nested configs check
-            their own fields.
+            least one control step, observations without a "policy" group or with an empty
+            group, or a policy_obs_noise entry that names no policy term or whose half-width
+            is not a finite number >= 0 (named); the nested configs check their own fields.
     """
 
     robot: RobotSpec = G1
@@ -372,10 +442,8 @@ class TrackingEnvCfg:
     episode_length_s: float = 10.0
     rewards: dict[str, RewardTermCfg] = field(default_factory=default_rewards)
     terminations: dict[str, TerminationTermCfg] = field(default_factory=default_terminations)
-    state_estimation: bool = True
+    observations: ObsGroups = field(default_factory=default_observations)
     obs_noise: bool = True
-    policy_obs_noise: dict[str, float] = field(default_factory=dict)
-    anchor_velocity_obs: bool = False
     action_offset: str = "default"
     reset: ResetCfg = field(default_factory=ResetCfg)
     events: dict[str, EventTermCfg] = field(default_factory=default_events)
@@ -406,28 +474,33 @@ class TrackingEnvCfg:
                 f"TrackingEnvCfg.action_offset must be one of {ACTION_OFFSETS}, got "
                 f"{self.action_offset!r}"
             )
-        for name in ("state_estimation", "obs_noise", "anchor_velocity_obs"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(
-                    f"TrackingEnvCfg.{name} must be a bool, got {getattr(self, name)!r}"
-                )
-        self._check_policy_obs_noise()
+        if not isinstance(self.obs_noise, bool):
+            raise ValueError(f"TrackingEnvCfg.obs_noise must be a bool, got {self.obs_noise!r}")
+        groups = self.observations
+        if not isinstance(groups, dict) or "policy" not in groups:
+            raise ValueError('TrackingEnvCfg.observations must be a dict of groups with a '
+                             f'"policy" group, got {groups!r}')  # fmt: skip
+        for name, terms in groups.items():
+            cv.term_dict(f"TrackingEnvCfg.observations[{name!r}]", terms, ObsTermCfg)
+        for name, terms in groups.items():
+            if not terms:
+                raise ValueError(f"TrackingEnvCfg.observations[{name!r}] has no terms")
 
-    def _check_policy_obs_noise(self) -> None:
-        where = "TrackingEnvCfg.policy_obs_noise"
-        if not isinstance(self.policy_obs_noise, dict):
-            raise ValueError(f"{where} must be a dict of term name -> half-width, got "
-                             f"{self.policy_obs_noise!r}")  # fmt: skip
-        # every term the policy group can hold: a task without state estimation (or without
-        # anchor_velocity_obs) keeps the overrides of its left-out terms and applies none of them
-        terms = policy_terms(True, self.robot) | ANCHOR_VELOCITY_TERM
-        checked = {}
-        for name, width in self.policy_obs_noise.items():
-            if name not in terms:
-                raise ValueError(f"{where}: the policy observation has no term {name!r}; it "
-                                 f"has {sorted(terms)}")  # fmt: skip
-            checked[name] = cv.real(f"{where}[{name!r}]", width, low=0.0)
-        _set(self, "policy_obs_noise", checked)
+    def observes(self, term: str, group: str = "policy") -> bool:
+        """Whether observation `group` has the term named `term`."""
+        return term in self.observations.get(group, {})
+
+    @property
+    def state_estimation(self) -> bool | None:
+        """Whether the policy observes the terms only state estimation gives
+        (`STATE_ESTIMATION_TERMS`); None when it observes one of them."""
+        has = [self.observes(k) for k in STATE_ESTIMATION_TERMS]
+        return True if all(has) else False if not any(has) else None
+
+    @property
+    def anchor_velocity_obs(self) -> bool:
+        """Whether the policy observes ``anchor_vel`` (`with_anchor_velocity`)."""
+        return self.observes("anchor_vel")
 
     @classmethod
     def for_robot(cls, robot: RobotSpec, **overrides: Any) -> TrackingEnvCfg:
@@ -437,6 +510,7 @@ class TrackingEnvCfg:
             robot=robot,
             terminations=default_terminations(robot),
             events=default_events(robot),
+            observations=default_observations(robot),
             **overrides,
         )
 
@@ -447,34 +521,26 @@ class TrackingEnvCfg:
         backend: str | None = None,
         backend_kwargs: dict[str, Any] | None = None,
     ) -> TrackingEnvCfg:
-        """A copy with the env constructor's overrides applied (None keeps a field): the
-        state-estimation flag, the robot's MJCF, the backend name and settings.
+        """A copy with the env constructor's overrides applied (None keeps a field): state
+        estimation in the policy observation (False: `no_state_estimation`), the robot's
+        MJCF, the backend name and settings.
 
         Raises:
             ValueError: an unknown backend setting.
         """
         cfg = self
         if state_estimation is not None:
-            cfg = replace(cfg, state_estimation=state_estimation)
+            groups = _state_estimation(cfg.observations, state_estimation, cfg.robot)
+            cfg = replace(cfg, observations=groups)
         if model_path is not None:
             cfg = replace(cfg, robot=cfg.robot.with_mjcf(model_path))
         if backend is not None or backend_kwargs:
             cfg = replace(cfg, backend=cfg.backend.updated(backend, **(backend_kwargs or {})))
         return cfg
 
-    def observation_groups(self) -> dict[str, dict[str, ObsTermCfg]]:
-        """The "policy" and "critic" observation groups: the task's (`policy_terms`,
-        `critic_terms`), the policy's noise overridden by `policy_obs_noise`, and with
-        `anchor_velocity_obs` the `ANCHOR_VELOCITY_TERM` appended to both."""
-        extra = ANCHOR_VELOCITY_TERM if self.anchor_velocity_obs else {}
-        policy = policy_terms(self.state_estimation, self.robot) | extra
-        return {
-            "policy": {
-                name: replace(term, noise=self.policy_obs_noise.get(name, term.noise))
-                for name, term in policy.items()
-            },
-            "critic": critic_terms(self.robot) | extra,
-        }
+    def observation_groups(self) -> ObsGroups:
+        """The observation groups (`observations`)."""
+        return self.observations
 
     def to_json(self) -> str:
         """This config as JSON (functions by import path, the robot by name and MJCF)."""
@@ -508,3 +574,63 @@ def eval_cfg(cfg: TrackingEnvCfg | None = None) -> TrackingEnvCfg:
         events={},
         sampling=replace(cfg.sampling, mode="start"),
     )
+
+
+def _legacy_init(init: Callable[..., None]) -> Callable[..., None]:
+    """`TrackingEnvCfg.__init__` that also takes the keywords of configs written before
+    observation groups (and of old run folders' config.json), applied to the groups."""
+
+    @functools.wraps(init)
+    def wrapped(
+        self: TrackingEnvCfg,
+        *args: Any,
+        state_estimation: bool | None = None,
+        anchor_velocity_obs: bool | None = None,
+        policy_obs_noise: dict[str, float] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        init(self, *args, **kwargs)
+        groups = self.observations
+        for name, flag in (("state_estimation", state_estimation),
+                           ("anchor_velocity_obs", anchor_velocity_obs)):  # fmt: skip
+            if flag is not None and not isinstance(flag, bool):
+                raise ValueError(f"TrackingEnvCfg.{name} must be a bool, got {flag!r}")
+        if state_estimation is not None:
+            groups = _state_estimation(groups, state_estimation, self.robot)
+        if anchor_velocity_obs is not None:
+            groups = _anchor_velocity(groups, anchor_velocity_obs)
+        if policy_obs_noise:
+            groups = _noise(groups, policy_obs_noise, "policy", "TrackingEnvCfg.policy_obs_noise")
+        _set(self, "observations", groups)
+
+    return wrapped
+
+
+TrackingEnvCfg.__init__ = _legacy_init(TrackingEnvCfg.__init__)  # type: ignore[method-assign]
+
+
+def no_state_estimation(cfg: TrackingEnvCfg) -> TrackingEnvCfg:
+    """`cfg` whose policy observes no term that only state estimation gives (the anchor
+    position and the base linear velocity: 154 values for the G1), BeyondMimic's
+    "without state estimation" variant (docs/task.md section 5)."""
+    return replace(cfg, observations=_state_estimation(cfg.observations, False, cfg.robot))
+
+
+def with_anchor_velocity(cfg: TrackingEnvCfg) -> TrackingEnvCfg:
+    """`cfg` whose policy and critic also observe ``anchor_vel`` (`ANCHOR_VELOCITY_TERM`: the
+    reference anchor's linear velocity, m/s, then angular velocity, rad/s, in the robot anchor
+    frame; 6 values, no noise). Not part of the task (docs/task.md section 5)."""
+    return replace(cfg, observations=_anchor_velocity(cfg.observations, True))
+
+
+def with_obs_noise(
+    cfg: TrackingEnvCfg, noise: dict[str, float], group: str = "policy"
+) -> TrackingEnvCfg:
+    """`cfg` whose `group` terms take the uniform training noise `noise` (term name -> the
+    half-width in the term's unit, e.g. ``{"anchor_pos": 0.05}``, m) in place of the task's.
+
+    Raises:
+        ValueError: a term the group does not have, or a width that is not a finite number
+            >= 0 (named).
+    """
+    return replace(cfg, observations=_noise(cfg.observations, noise, group, "with_obs_noise"))

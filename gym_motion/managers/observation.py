@@ -1,8 +1,11 @@
 """Observation terms (docs/task.md section 5) and the manager that concatenates them.
 
-A term is ``ObsTermCfg(func, dim, noise)``; ``func(state, out)`` writes an (N, dim) float32 view
-of the group buffer (the built-in terms are `bound_term`s). Frames: "anchor frame" is the robot's
-anchor body frame, "base frame" the robot's root body frame.
+A term is ``ObsTermCfg(func, dim, noise, clip, scale)``; ``func(state, out)`` writes an (N, dim)
+float32 view of the group buffer (the built-in terms are `bound_term`s). Each step a group is
+computed term by term, then its noise is added, then each term is clipped and scaled: Isaac
+Lab's and mjlab's order (compute, noise, clip, scale; ``ObservationManager.compute_group``).
+Frames: "anchor frame" is the robot's anchor body frame, "base frame" the robot's root body
+frame.
 """
 
 from __future__ import annotations
@@ -113,21 +116,35 @@ def body_ori_b(s: MDPState, out: np.ndarray) -> Callable[[], None]:
 
 @dataclass(frozen=True)
 class ObsTermCfg:
-    """One observation term: its function, width and uniform noise half-width.
+    """One observation term: its function, width, uniform noise half-width, clip and scale.
+
+    Attributes:
+        func: ``func(state, out)`` writes the term into `out`, (N, dim) float32.
+        dim: the term's width (values per env).
+        noise: half-width of the uniform noise added in training (the term's unit; 0: none).
+        clip: (low, high): the noisy value is clipped to it (None: not clipped).
+        scale: the clipped value is multiplied by it (None: not scaled).
 
     Raises:
         ValueError: func not callable, dim not an integer >= 1, noise not a finite number
-            >= 0 (named).
+            >= 0, clip not a (low, high) pair of finite numbers with low <= high, scale not a
+            finite number (named).
     """
 
     func: Callable[[MDPState, np.ndarray], None]
     dim: int
     noise: float = 0.0
+    clip: tuple[float, float] | None = None
+    scale: float | None = None
 
     def __post_init__(self) -> None:
         cv.callable_("ObsTermCfg.func", self.func)
         object.__setattr__(self, "dim", cv.integer("ObsTermCfg.dim", self.dim, low=1))
         object.__setattr__(self, "noise", cv.real("ObsTermCfg.noise", self.noise, low=0.0))
+        if self.clip is not None:
+            object.__setattr__(self, "clip", cv.interval("ObsTermCfg.clip", self.clip))
+        if self.scale is not None:
+            object.__setattr__(self, "scale", cv.real("ObsTermCfg.scale", self.scale))
 
 
 @dataclass(frozen=True)
@@ -190,6 +207,8 @@ class ObservationManager:
         self._terms: dict[str, tuple[Callable[[], None], ...]] = {}
         # per group: (flat uniform buffer, the noise kernel on it) or None
         self._noise: dict[str, tuple[np.ndarray, Callable[[], None]] | None] = {}
+        # per group: the clip and scale of its terms that have them, in order
+        self._post: dict[str, tuple[Callable[[], object], ...]] = {}
         self.term_slices: dict[str, dict[str, slice]] = {}
         for group, terms in groups.items():
             dim = sum(t.dim for t in terms.values())
@@ -198,13 +217,21 @@ class ObservationManager:
             bound = []
             self.term_slices[group] = {}
             noisy = []
+            post: list[Callable[[], object]] = []
             for name, t in terms.items():
                 sl = slice(start, start + t.dim)
-                bound.append(bind_term(t.func, state, self.buffers[group][:, sl], {}))
+                view = self.buffers[group][:, sl]
+                bound.append(bind_term(t.func, state, view, {}))
                 self.term_slices[group][name] = sl
                 if noise and t.noise:
                     noisy.append((sl, t.noise))
+                if t.clip is not None:
+                    post.append(partial(np.clip, view, np.float32(t.clip[0]),
+                                        np.float32(t.clip[1]), out=view))  # fmt: skip
+                if t.scale is not None:
+                    post.append(partial(np.multiply, view, np.float32(t.scale), out=view))
                 start += t.dim
+            self._post[group] = tuple(post)
             self._terms[group] = builds_of(bound)[serial]
             self._noise[group] = None
             if noisy:
@@ -222,7 +249,7 @@ class ObservationManager:
 
         Noise: one draw of N x (noisy columns) uniform float32 values per group, used term by
         term in configuration order, each term's (N, D_term) block row-major (the stream of
-        one draw per term).
+        one draw per term). Then each term's clip and scale, in place.
         """
         for group in groups or tuple(self.buffers):
             for evaluate in self._terms[group]:
@@ -232,6 +259,8 @@ class ObservationManager:
                 unit, add = noise
                 rng.random(dtype=np.float32, out=unit)
                 add()
+            for process in self._post[group]:
+                process()
         return self.buffers
 
     def space(self, obs_mode: str) -> gym.spaces.Space:

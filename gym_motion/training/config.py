@@ -61,7 +61,7 @@ def train_env_cfg(
     """
     if sampling not in TRAIN_SAMPLING:
         raise ValueError(f"sampling must be one of {TRAIN_SAMPLING}, got {sampling!r}")
-    cfg = TrackingEnvCfg(state_estimation=state_estimation)
+    cfg = TrackingEnvCfg().updated(state_estimation=state_estimation)
     if anchor_horizontal_termination is not None:
         if not anchor_horizontal_termination > 0.0:
             raise ValueError(

@@ -202,7 +202,7 @@ def _fold_reference(module, cfg):
     term of the observation (its first J values). Deploy stacks then see the usual convention.
 
     Raises:
-        ValueError: the policy observation has no command term.
+        ValueError: the policy observation has no command term, or clips or scales it.
     """
     import torch
 
@@ -218,6 +218,12 @@ def _fold_reference(module, cfg):
             "a run with action_offset 'reference' exports its actor with the reference joint "
             "positions folded in, read from the command observation term; its policy "
             "observation has none"
+        )
+    if term.clip is not None or term.scale is not None:
+        raise ValueError(
+            "a run with action_offset 'reference' exports its actor with the reference joint "
+            "positions folded in, read from the command observation term as it is computed; "
+            "this run clips or scales it"
         )
     robot = cfg.robot
     joints = robot.num_joints

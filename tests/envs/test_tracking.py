@@ -13,7 +13,14 @@ from gymnasium.vector import AutoresetMode
 
 import gym_motion  # noqa: F401  (registers the ids)
 from gym_motion.backends.threads import available_cpus
-from gym_motion.envs import TrackingEnvCfg, TrackingVecEnv, eval_cfg
+from gym_motion.envs import (
+    TrackingEnvCfg,
+    TrackingVecEnv,
+    eval_cfg,
+    no_state_estimation,
+    with_anchor_velocity,
+    with_obs_noise,
+)
 from gym_motion.kernels.metrics import TRACKING_ERRORS
 from gym_motion.managers import events
 from gym_motion.robots import g1
@@ -488,7 +495,7 @@ def test_policy_obs_noise_sets_the_half_width_of_a_terms_training_noise():
     pos = slice(start["anchor_pos"], start["anchor_pos"] + 3)
     vel = slice(start["joint_vel"], start["joint_vel"] + groups["joint_vel"].dim)
     quiet = eval_cfg()  # no noise
-    noisy = replace(quiet, obs_noise=True, policy_obs_noise={"anchor_pos": 0.01})
+    noisy = with_obs_noise(replace(quiet, obs_noise=True), {"anchor_pos": 0.01})
     env, probe, off = make(64, cfg=noisy), make(64, cfg=quiet), make(64, cfg=eval_cfg(noisy))
     obs, _ = env.reset(seed=5)
     clean, _ = probe.reset(seed=5)
@@ -499,17 +506,60 @@ def test_policy_obs_noise_sets_the_half_width_of_a_terms_training_noise():
         assert 0.25 < d_vel.max() <= 0.5 + 1e-5
     for e in (env, probe, off):
         e.close()
-    # a task without state estimation keeps the override and has no anchor_pos term to apply it to
-    blind = replace(noisy, state_estimation=False)
-    assert sum(t.dim for t in blind.observation_groups()["policy"].values()) == 154
-    # run folders written before the field existed load with the task's noise
-    text = json.loads(TrackingEnvCfg().to_json())
-    del text["policy_obs_noise"]
-    assert TrackingEnvCfg.from_json(json.dumps(text)).policy_obs_noise == {}
+    assert sum(t.dim for t in no_state_estimation(noisy).observations["policy"].values()) == 154
+    # the keyword of configs written before observation groups gives the same groups
+    assert (
+        TrackingEnvCfg(policy_obs_noise={"anchor_pos": 0.01}).observations
+        == with_obs_noise(TrackingEnvCfg(), {"anchor_pos": 0.01}).observations
+    )
     with pytest.raises(ValueError, match=r"no term 'anchor'.*'anchor_pos'"):
-        TrackingEnvCfg(policy_obs_noise={"anchor": 0.05})
-    with pytest.raises(ValueError, match=r"policy_obs_noise\['anchor_pos'\].*>= 0"):
-        TrackingEnvCfg(policy_obs_noise={"anchor_pos": -0.1})
+        with_obs_noise(TrackingEnvCfg(), {"anchor": 0.05})
+    with pytest.raises(ValueError, match=r"with_obs_noise\['anchor_pos'\].*>= 0"):
+        with_obs_noise(TrackingEnvCfg(), {"anchor_pos": -0.1})
+
+
+def test_run_folders_written_before_observation_groups_load_their_observations():
+    """A config.json with the old fields (state_estimation, anchor_velocity_obs,
+    policy_obs_noise) and no observation groups rebuilds the groups those fields gave."""
+    text = json.loads(TrackingEnvCfg().to_json())
+    del text["observations"]
+    text |= {"state_estimation": False, "anchor_velocity_obs": True,
+             "policy_obs_noise": {"anchor_vel": 0.1}}  # fmt: skip
+    cfg = TrackingEnvCfg.from_json(json.dumps(text))
+    want = with_obs_noise(with_anchor_velocity(no_state_estimation(TrackingEnvCfg())),
+                          {"anchor_vel": 0.1})  # fmt: skip
+    assert cfg == want
+    assert [sum(t.dim for t in g.values()) for g in cfg.observations.values()] == [160, 292]
+    assert cfg.state_estimation is False and cfg.anchor_velocity_obs is True
+    # and back: the groups the old defaults gave, in the task's order
+    again = TrackingEnvCfg(state_estimation=True, anchor_velocity_obs=False,
+                           observations=cfg.observations)  # fmt: skip
+    assert list(again.observations["policy"]) == list(TrackingEnvCfg().observations["policy"])
+
+
+def test_clip_and_scale_of_an_observation_term_follow_its_noise():
+    """A term's clip and scale are applied after its noise, to its columns only: the
+    observation equals NumPy's clip then multiply of the unprocessed one, bit for bit."""
+    base = TrackingEnvCfg()
+    policy = dict(base.observations["policy"])
+    policy["joint_vel"] = replace(policy["joint_vel"], clip=(-0.3, 0.2), scale=0.5)
+    processed = replace(base, observations={**base.observations, "policy": policy})
+    start = np.cumsum([0] + [t.dim for t in policy.values()])
+    i = list(policy).index("joint_vel")
+    cols = slice(start[i], start[i + 1])
+    env, plain = make(16, cfg=processed), make(16, cfg=base)
+    for o, p in ((env.reset(seed=2)[0], plain.reset(seed=2)[0]),
+                 (env.step(zeros(env))[0], plain.step(zeros(plain))[0])):  # fmt: skip
+        want = np.clip(p[:, cols], np.float32(-0.3), np.float32(0.2)) * np.float32(0.5)
+        np.testing.assert_array_equal(o[:, cols], want)
+        assert np.abs(p[:, cols]).max() > 0.3  # the clip bites
+        np.testing.assert_array_equal(np.delete(o, np.r_[cols], 1), np.delete(p, np.r_[cols], 1))
+    env.close()
+    plain.close()
+    with pytest.raises(ValueError, match=r"ObsTermCfg.clip must have low <= high"):
+        replace(policy["joint_vel"], clip=(1.0, -1.0))
+    with pytest.raises(ValueError, match=r"ObsTermCfg.scale must be a finite number"):
+        replace(policy["joint_vel"], scale=float("nan"))
 
 
 def test_anchor_velocity_obs_appends_the_reference_anchor_twist_to_both_groups():
@@ -518,7 +568,7 @@ def test_anchor_velocity_obs_appends_the_reference_anchor_twist_to_both_groups()
     task's 160 and 286 values before them are unchanged."""
     # the task's reset noise: the robot anchor is turned away from the reference's
     quiet = replace(eval_cfg(), reset=TrackingEnvCfg().reset)
-    cfg = replace(quiet, anchor_velocity_obs=True)
+    cfg = with_anchor_velocity(quiet)
     env, plain = make(8, cfg=cfg, obs_mode="dict"), make(8, cfg=quiet, obs_mode="dict")
     obs, _ = env.reset(seed=3)
     base, _ = plain.reset(seed=3)
@@ -542,14 +592,10 @@ def test_anchor_velocity_obs_appends_the_reference_anchor_twist_to_both_groups()
         obs, base = env.step(zeros(env))[0], plain.step(zeros(plain))[0]
     env.close()
     plain.close()
-    # run folders written before the field existed load without the term
-    text = json.loads(TrackingEnvCfg().to_json())
-    del text["anchor_velocity_obs"]
-    assert TrackingEnvCfg.from_json(json.dumps(text)).anchor_velocity_obs is False
     with pytest.raises(ValueError, match="anchor_velocity_obs must be a bool"):
         TrackingEnvCfg(anchor_velocity_obs=1)
     # its training noise can be set like any policy term's
-    noisy = TrackingEnvCfg(anchor_velocity_obs=True, policy_obs_noise={"anchor_vel": 0.1})
+    noisy = with_obs_noise(with_anchor_velocity(TrackingEnvCfg()), {"anchor_vel": 0.1})
     assert noisy.observation_groups()["policy"]["anchor_vel"].noise == 0.1
     assert noisy.observation_groups()["critic"]["anchor_vel"].noise == 0.0
 
