@@ -10,6 +10,7 @@ import pytest
 pytest.importorskip("torch")
 
 from gym_motion.training import RunConfig, RunFolder, train  # noqa: E402
+from gym_motion.training.config import legacy_curricula  # noqa: E402
 from gym_motion.training.export import training_note  # noqa: E402
 from gym_motion.training.libraries import LIBRARIES  # noqa: E402
 from gym_motion.training.progress import BEST_KEY  # noqa: E402
@@ -26,7 +27,7 @@ def test_best_keeps_the_policy_of_the_highest_scoring_evaluation(library, tmp_pa
     out = tmp_path / "run"
     summary = train(RunConfig(
         library=library, num_envs=2, total_steps=64, eval_every_steps=16, eval_max_seconds=0.3,
-        video_seconds=0.0, reset_noise_ramp_steps=0, out=str(out), **SETTINGS[library],
+        video_seconds=0.0, curricula={}, out=str(out), **SETTINGS[library],
     ))  # fmt: skip
     evals = json.loads((out / "progress.json").read_text())["evals"]
     scores = [e[f"eval/{BEST_KEY}"] for e in evals]
@@ -50,7 +51,7 @@ def test_best_without_periodic_evaluations_is_the_final_policy(tmp_path):
     out = tmp_path / "run"
     summary = train(RunConfig(
         num_envs=2, total_steps=32, eval_every_steps=0, eval_max_seconds=0.3, video_seconds=0.0,
-        reset_noise_ramp_steps=0, out=str(out), **SETTINGS["sb3"],
+        curricula={}, out=str(out), **SETTINGS["sb3"],
     ))  # fmt: skip
     kept = json.loads((out / "best" / "summary.json").read_text())
     assert kept["env_steps"] == summary["env_steps"] == 32
@@ -63,7 +64,7 @@ def test_a_resumed_run_keeps_the_best_of_both_sessions(tmp_path):
     pytest.importorskip("stable_baselines3")
     out = tmp_path / "run"
     common = dict(num_envs=2, eval_every_steps=16, eval_max_seconds=0.3, video_seconds=0.0,
-                  reset_noise_ramp_steps=0, out=str(out), **SETTINGS["sb3"])  # fmt: skip
+                  curricula={}, out=str(out), **SETTINGS["sb3"])  # fmt: skip
     train(RunConfig(total_steps=32, **common))
     progress = json.loads((out / "progress.json").read_text())
     first = [e[f"eval/{BEST_KEY}"] for e in progress["evals"]]
@@ -115,8 +116,8 @@ def test_the_training_note_names_a_scheduled_horizontal_termination(tmp_path):
     )):  # fmt: skip
         folder = RunFolder(tmp_path / f"run{i}")
         folder.path.mkdir(parents=True)
-        config = RunConfig(env=env, termination_from_steps=from_steps,
-                           termination_from_episode_s=from_s)  # fmt: skip
+        old_fields = {"termination_from_steps": from_steps, "termination_from_episode_s": from_s}
+        config = RunConfig(env=env, curricula=legacy_curricula(old_fields))
         folder.write_config(config, [], {}, {})
         switched = {"anchor_horizontal": 11_286_528} if 2.0 in from_s.values() else {}
         folder.write_summary(

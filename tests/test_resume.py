@@ -43,7 +43,7 @@ def learner_state(library: str, run) -> tuple[int, float]:
 def test_a_resumed_run_continues_where_its_checkpoint_left_off(library, tmp_path):
     pytest.importorskip({"sb3": "stable_baselines3", "rsl_rl": "rsl_rl"}[library])
     common = dict(library=library, num_envs=2, eval_every_steps=16, eval_max_seconds=0.1,
-                  video_seconds=0.0, reset_noise_ramp_steps=0, **SETTINGS[library])  # fmt: skip
+                  video_seconds=0.0, curricula={}, **SETTINGS[library])  # fmt: skip
     whole = train(RunConfig(total_steps=48, out=str(tmp_path / "whole"), **common))
     part = tmp_path / "part"
     first = train(RunConfig(total_steps=32, out=str(part), **common))

@@ -4,6 +4,7 @@ gym-motion train                           # embedded default motion, 2.1 M env 
 gym-motion train --motion dance.npz --recipe clip --out runs/dance   # a real clip
 gym-motion train --library rsl_rl          # rsl_rl's PPO instead of Stable-Baselines3's
 gym-motion train --samplers 2 --envs-per-sampler 128   # 2 Ray sampler actors (local Ray)
+gym-motion train --set env.rewards.action_rate.weight=-0.2   # any config field by its path
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 from gym_motion.backends import BACKENDS
 from gym_motion.cli.numbers import cli_number
 
-__all__ = ["apply_recipe", "parse_overrides", "register", "resume_config", "run_config"]
+__all__ = ["parse_overrides", "register", "resume_config", "run_config"]
 
 # what `print_summary` says of summary.json's "stopped_by"
 STOP_REASONS = {
@@ -34,14 +35,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Adds ``gym-motion train`` to the CLI's subparsers (imports no RL library)."""
     from gym_motion.envs.config import policy_terms
     from gym_motion.managers.action import ACTION_OFFSETS
-    from gym_motion.training.config import (
-        GPU_RECIPES,
-        OBS_MODES,
-        RECIPES,
-        TRAIN_SAMPLING,
-        RunConfig,
-    )
+    from gym_motion.training.config import OBS_MODES, TRAIN_SAMPLING, RunConfig
     from gym_motion.training.libraries import LIBRARIES
+    from gym_motion.training.recipes import RECIPES
     from gym_motion.training.sb3 import ALGOS, PPO_DEFAULTS, SAC_DEFAULTS
 
     d = RunConfig()
@@ -60,11 +56,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     run.add_argument(
         "--recipe", choices=tuple(RECIPES), default=None,
-        help="settings measured together, each replaced by its own flag where given: "
-        + "; ".join(f"{name}: " + " ".join(_recipe_flags(RECIPES[name])) for name in RECIPES)
-        + "; on a GPU device also "
-        + "; ".join(f"{name}: " + " ".join(_recipe_flags(GPU_RECIPES[name]))
-                    for name in GPU_RECIPES)
+        help="settings measured together (gym_motion.training.recipes), each replaced by its own "
+        "flag or --set item where given: "
+        + "; ".join(f"{name}: {_first_sentence(f.__doc__)}" for name, f in RECIPES.items())
         + " (default: none, the settings the embedded default motion is learnt with)",
     )  # fmt: skip
     run.add_argument("--num-envs", type=cli_number(int, 1), default=None,
@@ -74,11 +68,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                      f"num_envs x n_steps env steps, that reaches it; default {d.total_steps}, "
                      "with --resume the run's)")  # fmt: skip
     run.add_argument(
-        "--max-minutes", type=cli_number(float, None), default=0.0,
+        "--max-minutes", type=cli_number(float, None), default=None,
         help="wall-clock budget of learning (learning also ends at --total-steps); <= 0: none "
         "(default): a run's result then does not depend on the machine's speed",
     )  # fmt: skip
-    run.add_argument("--seed", type=int, default=d.seed)
+    run.add_argument("--seed", type=int, default=None, help=f"(default {d.seed})")
     run.add_argument("--out", default=None, help="run folder (default runs/<date>-<time>)")
     run.add_argument(
         "--resume", default=None, metavar="RUN",
@@ -87,10 +81,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "apply)",
     )  # fmt: skip
     run.add_argument(
-        "--reset-noise-ramp-steps", type=cli_number(int, 0), default=d.reset_noise_ramp_steps,
-        metavar="STEPS",
+        "--reset-noise-ramp-steps", type=cli_number(int, 0), default=None, metavar="STEPS",
         help="ramp the reset noise from none to full over the first STEPS env steps; 0: full "
-        "from the start (default %(default)s)",
+        f"from the start (default {d.curricula['reset_noise'].params['steps']})",
     )  # fmt: skip
     run.add_argument(
         "--eval-every", type=cli_number(int, 0), default=None, metavar="STEPS",
@@ -98,9 +91,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         f"and curves (0: off; default {d.eval_every_steps})",
     )  # fmt: skip
     run.add_argument(
-        "--checkpoint-minutes", type=cli_number(float, 0.0), default=d.checkpoint_minutes,
+        "--checkpoint-minutes", type=cli_number(float, 0.0), default=None,
         metavar="MIN", help="save the model into the run folder every MIN minutes of learning "
-        "(0: only at the end; default %(default)s)",
+        f"(0: only at the end; default {d.checkpoint_minutes:g})",
     )  # fmt: skip
     run.add_argument(
         "--no-video", action="store_true",
@@ -166,7 +159,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "(default 0)",
     )  # fmt: skip
     task.add_argument(
-        "--sampling", choices=TRAIN_SAMPLING, default=d.env.sampling.mode,
+        "--sampling", choices=TRAIN_SAMPLING, default=None,
         help="where training episodes start along the clips: uniform (default) or adaptive "
         "(failure-weighted, docs/task.md section 10)",
     )  # fmt: skip
@@ -179,12 +172,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     lib = p.add_argument_group("learner")
     lib.add_argument(
-        "--library", choices=tuple(LIBRARIES), default=d.library,
+        "--library", choices=tuple(LIBRARIES), default=None,
         help="sb3 (default): Stable-Baselines3; rsl_rl: rsl_rl's OnPolicyRunner "
         "(gym_motion.training.rsl_rl; --ppo keys of its PPO_DEFAULTS)",
     )  # fmt: skip
     lib.add_argument(
-        "--algo", choices=ALGOS, default=d.algo,
+        "--algo", choices=ALGOS, default=None,
         help="with --library sb3: ppo (default) or sac (SB3's SAC, --sac settings)",
     )  # fmt: skip
     lib.add_argument(
@@ -207,9 +200,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="with --library rsl_rl under torchrun: one rank per GPU (cuda:LOCAL_RANK, seed + "
         "rank, its own CPU block; rank 0 writes the run; see docs/scaling.md)",
     )  # fmt: skip
+    p.add_argument(
+        "--set", nargs="*", default=[], metavar="PATH=VALUE", dest="settings",
+        help="set any field of the run's config by its dotted path, after the recipe and the "
+        "flags, values as JSON: e.g. num_envs=512, env.episode_length_s=5, "
+        "env.rewards.action_rate.weight=-0.2, env.observations.policy.joint_vel.scale=0.05, "
+        "curricula.reset_noise.params.steps=0; null removes a term; a new term gives its "
+        "function, '{\"func\": \"module:name\", ...}' (gym_motion.training.overrides; "
+        "docs/training.md)",
+    )  # fmt: skip
     ray = p.add_argument_group("samplers on Ray (docs/scaling.md; the [ray] extra)")
     ray.add_argument(
-        "--samplers", type=cli_number(int, 0), default=d.samplers, metavar="K",
+        "--samplers", type=cli_number(int, 0), default=None, metavar="K",
         help="K Ray sampler actors collect the rollouts (each on its own CPU block, "
         "--num-envs / K envs) for PPO in this process; 0: envs in this process (default)",
     )  # fmt: skip
@@ -225,53 +227,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run)
 
 
-def _recipe_flags(recipe: dict[str, Any]) -> list[str]:
-    """A recipe's settings as the flags that give them, e.g. ``["--total-steps", "26000000"]``."""
-    return [
-        part for key, value in recipe.items() for part in ("--" + key.replace("_", "-"), str(value))
-    ]
-
-
-def apply_recipe(args: argparse.Namespace) -> argparse.Namespace:
-    """`args` with ``--recipe``'s settings where no flag gave them (and, when ``--device``
-    resolves to a GPU, the recipe's `GPU_RECIPES` settings too), then the defaults of the
-    flags still unset (a copy). A flag that switches the horizontal termination on by env
-    steps replaces the recipe's switch by episode length.
-
-    Raises:
-        ValueError: a ``--device`` torch does not list (only resolved for a recipe with GPU
-            settings).
-    """
-    from gym_motion.training.config import GPU_RECIPES, RECIPES, RunConfig
-
-    out = argparse.Namespace(**vars(args))
-    if args.recipe is not None:
-        recipe = dict(RECIPES[args.recipe])
-        if args.recipe in GPU_RECIPES and _on_gpu(args.device or RunConfig.device):
-            recipe.update(GPU_RECIPES[args.recipe])
-        for key, value in recipe.items():
-            if key == "anchor_horizontal_termination_from_episode_s" and (
-                args.anchor_horizontal_termination_from is not None
-            ):
-                continue
-            if getattr(out, key) is None:
-                setattr(out, key, value)
-    d = RunConfig()
-    defaults = {"num_envs": d.num_envs, "backend": d.env.backend.name, "device": d.device,
-                "eval_every": d.eval_every_steps}  # fmt: skip
-    for key, value in defaults.items():
-        if getattr(out, key) is None:
-            setattr(out, key, value)
-    return out
-
-
-def _on_gpu(device: str) -> bool:
-    """Whether `device` (a ``--device`` value) resolves to a CUDA device here."""
-    if device == "cpu":
-        return False  # no torch import for the CPU
-    from gym_motion.training.devices import resolve_device
-
-    return resolve_device(device).startswith("cuda")
+def _first_sentence(doc: str | None) -> str:
+    text = " ".join((doc or "").split())
+    return text.partition(". ")[0].rstrip(".")
 
 
 def parse_overrides(items: list[str], flag: str = "--ppo") -> dict[str, Any]:
@@ -293,31 +251,128 @@ def parse_overrides(items: list[str], flag: str = "--ppo") -> dict[str, Any]:
 
 
 def run_config(args: argparse.Namespace):
-    """The `RunConfig` of `gym-motion train`'s parsed arguments, with ``--recipe``'s settings
-    where no flag gave them (`apply_recipe`).
+    """The `RunConfig` of `gym-motion train`'s parsed arguments: the defaults for the device,
+    library and algorithm, then ``--recipe`` (`gym_motion.training.recipes`), then the flags
+    given, then the ``--set`` items, so each replaces what came before it.
 
     Raises:
         ValueError: ``--num-threads`` with ``--backend mjwarp`` (the message says what to do),
             ``--envs-per-sampler`` without ``--samplers``,
             ``--anchor-horizontal-termination-from[-episode-s]`` without
-            ``--anchor-horizontal-termination`` or both of them, ``--...-grace-s`` without
-            ``--anchor-horizontal-termination``, ``--obs-noise`` naming a term
-            that is not in the policy observation (``anchor_pos`` and ``base_lin_vel`` with
-            ``--no-state-estimation``, ``anchor_vel`` without ``--anchor-velocity-obs``), or a
-            setting out of range.
+            ``--anchor-horizontal-termination`` (or a recipe's) or both of them,
+            ``--...-grace-s`` without the term, ``--obs-noise`` naming a term that is not in
+            the policy observation, a ``--set`` path that does not exist, a device torch does
+            not list (for a recipe that asks), or a setting out of range.
         SystemExit: a ``--ppo``, ``--sac`` or ``--obs-noise`` item without ``=``.
     """
-    from gym_motion.envs.config import policy_terms
-    from gym_motion.training.config import RunConfig, train_env_cfg
+    from gym_motion.training.config import RunConfig
+    from gym_motion.training.overrides import parse_setting, with_setting
+    from gym_motion.training.recipes import RECIPES
 
-    args = apply_recipe(args)
-    if args.backend == "mjwarp" and args.num_threads is not None:
+    algo = args.algo or RunConfig.algo
+    config = RunConfig(library=args.library or RunConfig.library, algo=algo,
+                       device=args.device or RunConfig.device,
+                       obs_mode="policy" if algo == "sac" else "dict")  # fmt: skip
+    if args.recipe is not None:
+        config = RECIPES[args.recipe](config)
+    config = _task_flags(config, args)
+    config = _run_flags(config, args)
+    for item in args.settings:
+        config = with_setting(config, *parse_setting(item))
+    return config
+
+
+def _run_flags(config, args: argparse.Namespace):
+    """`config` with the run, learner and sampler flags that were given."""
+    from gym_motion.curriculum import CurriculumTermCfg, reset_noise_ramp
+
+    set_: dict[str, Any] = {}
+    for flag, field in (("num_envs", "num_envs"), ("total_steps", "total_steps"),
+                        ("seed", "seed"), ("out", "out"), ("eval_every", "eval_every_steps"),
+                        ("checkpoint_minutes", "checkpoint_minutes"), ("obs_mode", "obs_mode"),
+                        ("samplers", "samplers"), ("ray_address", "ray_address")):  # fmt: skip
+        if getattr(args, flag) is not None:
+            set_[field] = getattr(args, flag)
+    if args.motion:
+        set_["motion"] = list(args.motion)
+    if args.max_minutes is not None:
+        set_["max_minutes"] = args.max_minutes if args.max_minutes > 0 else None
+    if args.no_video:
+        set_["video_seconds"] = 0.0
+    if args.distributed:
+        set_["distributed"] = True
+    if args.ppo:
+        set_["ppo"] = {**config.ppo, **parse_overrides(args.ppo)}
+    if args.sac:
+        set_["sac"] = {**config.sac, **parse_overrides(args.sac, "--sac")}
+    if args.reset_noise_ramp_steps is not None:
+        ramp = CurriculumTermCfg(reset_noise_ramp, {"steps": args.reset_noise_ramp_steps})
+        set_["curricula"] = {**config.curricula, "reset_noise": ramp}
+    if args.envs_per_sampler is not None:
+        samplers = set_.get("samplers", config.samplers)
+        if not samplers:
+            raise ValueError("--envs-per-sampler needs --samplers K (K >= 1)")
+        set_["num_envs"] = samplers * args.envs_per_sampler
+    return replace(config, **set_)
+
+
+def _task_flags(config, args: argparse.Namespace):
+    """`config` with the task and physics flags that were given."""
+    from gym_motion.curriculum import (
+        CurriculumTermCfg,
+        termination_from_episode_s,
+        termination_from_steps,
+    )
+    from gym_motion.envs.config import (
+        STATE_ESTIMATION_TERMS,
+        no_state_estimation,
+        with_anchor_velocity,
+        with_obs_noise,
+    )
+    from gym_motion.training.config import with_anchor_horizontal_termination
+
+    env, curricula = config.env, dict(config.curricula)
+    backend = args.backend or env.backend.name
+    if backend == "mjwarp" and args.num_threads is not None:
         raise ValueError(
             "--num-threads sets the physics threads of --backend mujoco; --backend mjwarp steps "
             "physics on one Warp device instead (cuda:$LOCAL_RANK under torchrun, else cuda:0; "
             "CUDA_VISIBLE_DEVICES chooses the GPU): drop --num-threads"
         )
-    termination_from, termination_from_episode_s = {}, {}
+    threads = {"num_threads": args.num_threads} if args.num_threads else {}
+    env = env.updated(backend=args.backend, backend_kwargs=threads)
+    if args.no_state_estimation:
+        env = no_state_estimation(env)
+    if args.anchor_velocity_obs:
+        env = with_anchor_velocity(env)
+    noise = parse_overrides(args.policy_obs_noise, "--obs-noise")
+    left_out = set(STATE_ESTIMATION_TERMS) & set(noise)
+    if args.no_state_estimation and left_out:
+        raise ValueError(
+            f"--obs-noise {', '.join(sorted(left_out))}: --no-state-estimation leaves these "
+            "terms out of the policy observation"
+        )
+    if "anchor_vel" in noise and not env.anchor_velocity_obs:
+        raise ValueError("--obs-noise anchor_vel: the policy observes that term only with "
+                         "--anchor-velocity-obs")  # fmt: skip
+    if noise:
+        env = with_obs_noise(env, noise)
+    if args.action_offset is not None:
+        env = replace(env, action_offset=args.action_offset)
+    if args.sampling is not None:
+        env = replace(env, sampling=replace(env.sampling, mode=args.sampling))
+    term = env.terminations.get("anchor_horizontal")
+    grace = args.anchor_horizontal_termination_grace_s
+    if args.anchor_horizontal_termination is not None or grace is not None:
+        if args.anchor_horizontal_termination is None and term is None:
+            raise ValueError(
+                "--anchor-horizontal-termination-grace-s needs --anchor-horizontal-termination "
+                "METRES (the term it delays)"
+            )
+        metres = args.anchor_horizontal_termination or term.params["threshold"]
+        if grace is None:
+            grace = term.params.get("grace_steps", 0) * env.sim.control_dt if term else 0.0
+        env = with_anchor_horizontal_termination(env, metres, grace)
     from_steps = args.anchor_horizontal_termination_from
     from_episode_s = args.anchor_horizontal_termination_from_episode_s
     if from_steps and from_episode_s is not None:
@@ -326,70 +381,23 @@ def run_config(args: argparse.Namespace):
             "--anchor-horizontal-termination-from-episode-s (training episodes' length) both "
             "switch the term on: give one"
         )
-    if (from_steps or from_episode_s is not None) and args.anchor_horizontal_termination is None:
-        flag = "-from" if from_steps else "-from-episode-s"
+    if (from_steps is not None or from_episode_s is not None) and (
+        "anchor_horizontal" not in env.terminations
+    ):
+        flag = "-from" if from_steps is not None else "-from-episode-s"
         raise ValueError(
             f"--anchor-horizontal-termination{flag} needs --anchor-horizontal-termination "
             "METRES (the term it switches on)"
         )
-    if args.anchor_horizontal_termination_grace_s and args.anchor_horizontal_termination is None:
-        raise ValueError("--anchor-horizontal-termination-grace-s needs "
-                         "--anchor-horizontal-termination METRES (the term it delays)")  # fmt: skip
-    if from_steps:
-        termination_from["anchor_horizontal"] = from_steps
+    if from_steps is not None:  # replaces a recipe's switch; 0: on from the start
+        curricula.pop("anchor_horizontal", None)
+        if from_steps:
+            params = {"term": "anchor_horizontal", "steps": from_steps}
+            curricula["anchor_horizontal"] = CurriculumTermCfg(termination_from_steps, params)
     if from_episode_s is not None:
-        termination_from_episode_s["anchor_horizontal"] = from_episode_s
-    policy_obs_noise = parse_overrides(args.policy_obs_noise, "--obs-noise")
-    left_out = (set(policy_terms(True)) - set(policy_terms(False))) & set(policy_obs_noise)
-    if args.no_state_estimation and left_out:
-        raise ValueError(
-            f"--obs-noise {', '.join(sorted(left_out))}: --no-state-estimation leaves these "
-            "terms out of the policy observation"
-        )
-    if "anchor_vel" in policy_obs_noise and not args.anchor_velocity_obs:
-        raise ValueError("--obs-noise anchor_vel: the policy observes that term only with "
-                         "--anchor-velocity-obs")  # fmt: skip
-    num_envs = args.num_envs
-    if args.envs_per_sampler is not None:
-        if not args.samplers:
-            raise ValueError("--envs-per-sampler needs --samplers K (K >= 1)")
-        num_envs = args.samplers * args.envs_per_sampler
-    env = train_env_cfg(
-        state_estimation=not args.no_state_estimation,
-        sampling=args.sampling,
-        anchor_horizontal_termination=args.anchor_horizontal_termination,
-        anchor_horizontal_grace_s=args.anchor_horizontal_termination_grace_s or 0.0,
-    )
-    threads = {"num_threads": args.num_threads} if args.num_threads else {}
-    env = replace(env.updated(backend=args.backend, backend_kwargs=threads),
-                  action_offset=args.action_offset or env.action_offset,
-                  policy_obs_noise=policy_obs_noise,
-                  anchor_velocity_obs=args.anchor_velocity_obs)  # fmt: skip
-    return RunConfig(
-        library=args.library,
-        env=env,
-        motion=list(args.motion),
-        num_envs=num_envs,
-        total_steps=args.total_steps or RunConfig.total_steps,
-        max_minutes=args.max_minutes if args.max_minutes and args.max_minutes > 0 else None,
-        seed=args.seed,
-        out=args.out,
-        # PPO trains an asymmetric actor-critic by default; SAC reads the policy group only
-        obs_mode=args.obs_mode or ("policy" if args.algo == "sac" else "dict"),
-        reset_noise_ramp_steps=args.reset_noise_ramp_steps,
-        termination_from_steps=termination_from,
-        termination_from_episode_s=termination_from_episode_s,
-        eval_every_steps=args.eval_every,
-        video_seconds=0.0 if args.no_video else RunConfig.video_seconds,
-        checkpoint_minutes=args.checkpoint_minutes,
-        algo=args.algo,
-        ppo=parse_overrides(args.ppo),
-        sac=parse_overrides(args.sac, "--sac"),
-        device=args.device,
-        distributed=args.distributed,
-        samplers=args.samplers,
-        ray_address=args.ray_address,
-    )
+        params = {"term": "anchor_horizontal", "seconds": from_episode_s}
+        curricula["anchor_horizontal"] = CurriculumTermCfg(termination_from_episode_s, params)
+    return replace(config, env=env, curricula=curricula)
 
 
 def resume_config(args: argparse.Namespace):
@@ -411,10 +419,14 @@ def resume_config(args: argparse.Namespace):
         out=str(folder.path),
         total_steps=args.total_steps or config.total_steps,
         max_minutes=args.max_minutes if args.max_minutes and args.max_minutes > 0 else None,
-        checkpoint_minutes=args.checkpoint_minutes,
+        checkpoint_minutes=_given(args.checkpoint_minutes, config.checkpoint_minutes),
         video_seconds=0.0 if args.no_video else config.video_seconds,
         device=args.device or config.device,
     )
+
+
+def _given(value: Any, otherwise: Any) -> Any:
+    return otherwise if value is None else value
 
 
 def _run(args: argparse.Namespace) -> int:

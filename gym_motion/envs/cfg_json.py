@@ -30,6 +30,16 @@ def dumps(cfg: Any) -> str:
     return json.dumps(_encode(cfg), indent=2)
 
 
+def encode(obj: Any) -> Any:
+    """`obj` (config dataclasses, term functions, dicts, tuples, numbers) as JSON values."""
+    return _encode(obj)
+
+
+def decode(value: Any) -> Any:
+    """The object `encode` wrote (see `loads`)."""
+    return _decode(value)
+
+
 def loads(text: str) -> Any:
     """The object `dumps` wrote.
 

@@ -315,7 +315,7 @@ class TrackingVecEnv(VectorApiMixin, RenderMixin, TimeLimitMixin, VectorEnv):
     def inactive_terminations(self) -> tuple[str, ...]:
         """Termination terms switched off (`TerminationManager.inactive`): they do not end
         episodes, and their ``termination/*`` logs say never fired. A training curriculum can
-        switch a term on after some env steps (`RunConfig.termination_from_steps`).
+        switch a term on after some env steps (`gym_motion.curriculum.termination_from_steps`).
 
         Raises:
             ValueError: (setter) a name that is not one of ``cfg.terminations``.

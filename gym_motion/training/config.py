@@ -6,39 +6,29 @@ import dataclasses
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from gym_motion.curriculum import (
+    CurriculumTermCfg,
+    check_curricula,
+    reset_noise_ramp,
+    termination_from_episode_s,
+    termination_from_steps,
+)
 from gym_motion.envs.config import TrackingEnvCfg
 from gym_motion.envs.vector_api import OBS_MODES
 from gym_motion.managers.termination import TerminationTermCfg, anchor_horizontal
 
-__all__ = ["GPU_RECIPES", "OBS_MODES", "RECIPES", "TRAIN_SAMPLING", "RunConfig", "train_env_cfg"]
+__all__ = [
+    "OBS_MODES",
+    "TRAIN_SAMPLING",
+    "RunConfig",
+    "default_curricula",
+    "train_env_cfg",
+    "with_anchor_horizontal_termination",
+]
 
 # Where training episodes start: `gym-motion train` defaults to uniform (measured: docs/
 # measurements.md, "Learning at equal steps"); "adaptive" is docs/task.md section 10's mixture.
 TRAIN_SAMPLING = ("uniform", "adaptive")
-
-# `gym-motion train --recipe NAME`: settings measured together, keyed by the train command's
-# argument names; a flag given on the command line replaces its recipe's value. "clip": a real
-# clip learnt from its start (docs/measurements.md, "A tighter horizontal termination: 0.2 m",
-# "The clip recipe at a second seed").
-RECIPES: dict[str, dict[str, Any]] = {
-    "clip": {
-        "action_offset": "reference",
-        "anchor_horizontal_termination": 0.2,
-        "anchor_horizontal_termination_from_episode_s": 2.0,
-        "total_steps": 26_000_000,
-    },
-}
-# What a recipe sets besides when the run's device is a GPU (``--device cuda``/``auto`` on a
-# machine with one): more envs, so that an update on the GPU takes more samples, on MuJoCo
-# Warp; PPO's settings per update are the CPU's, so the learning side is studied on a CPU at
-# the same env count (docs/measurements.md, "The clip recipe on a GPU").
-GPU_RECIPES: dict[str, dict[str, Any]] = {
-    "clip": {
-        "num_envs": 1024,
-        "backend": "mjwarp",
-        "eval_every": 1_000_000,
-    },
-}
 
 
 def train_env_cfg(
@@ -63,24 +53,44 @@ def train_env_cfg(
         raise ValueError(f"sampling must be one of {TRAIN_SAMPLING}, got {sampling!r}")
     cfg = TrackingEnvCfg().updated(state_estimation=state_estimation)
     if anchor_horizontal_termination is not None:
-        if not anchor_horizontal_termination > 0.0:
-            raise ValueError(
-                "the anchor's horizontal termination distance must be > 0 m, got "
-                f"{anchor_horizontal_termination!r}"
-            )
-        params = {"threshold": anchor_horizontal_termination}
-        if not anchor_horizontal_grace_s >= 0.0:
-            raise ValueError(
-                f"anchor_horizontal_grace_s must be >= 0 s, got {anchor_horizontal_grace_s!r}"
-            )
-        if anchor_horizontal_grace_s:
-            params["grace_steps"] = round(anchor_horizontal_grace_s / cfg.sim.control_dt)
-        term = TerminationTermCfg(anchor_horizontal, params)
-        cfg = replace(cfg, terminations={**cfg.terminations, "anchor_horizontal": term})
+        cfg = with_anchor_horizontal_termination(
+            cfg, anchor_horizontal_termination, anchor_horizontal_grace_s
+        )
     elif anchor_horizontal_grace_s:
         raise ValueError("anchor_horizontal_grace_s needs anchor_horizontal_termination (the term "
                          "it delays)")  # fmt: skip
     return replace(cfg, sampling=replace(cfg.sampling, mode=sampling))
+
+
+def with_anchor_horizontal_termination(
+    cfg: TrackingEnvCfg, threshold: float, grace_s: float = 0.0
+) -> TrackingEnvCfg:
+    """`cfg` with the termination term ``anchor_horizontal``
+    (`gym_motion.managers.termination.anchor_horizontal`): the anchor's horizontal distance
+    from the reference's above `threshold` (m) ends the episode, except within `grace_s`
+    seconds (rounded to control steps) of the last time the env perturbed the robot (an
+    episode start with its reset noise, a push). Not part of BeyondMimic's task.
+
+    Raises:
+        ValueError: a threshold that is not > 0 m or a grace that is not >= 0 s.
+    """
+    if not threshold > 0.0:
+        raise ValueError(
+            f"the anchor's horizontal termination distance must be > 0 m, got {threshold!r}"
+        )
+    if not grace_s >= 0.0:
+        raise ValueError(f"anchor_horizontal_grace_s must be >= 0 s, got {grace_s!r}")
+    params: dict[str, Any] = {"threshold": threshold}
+    if grace_s:
+        params["grace_steps"] = round(grace_s / cfg.sim.control_dt)
+    term = TerminationTermCfg(anchor_horizontal, params)
+    return replace(cfg, terminations={**cfg.terminations, "anchor_horizontal": term})
+
+
+def default_curricula() -> dict[str, CurriculumTermCfg]:
+    """The training curriculum: the reset noise ramped from none to full over the first 1.5 M
+    env steps (`gym_motion.curriculum.reset_noise_ramp`)."""
+    return {"reset_noise": CurriculumTermCfg(reset_noise_ramp, {"steps": 1_500_000})}
 
 
 @dataclass
@@ -105,19 +115,11 @@ class RunConfig:
             privileged critic group (286); "policy": every network reads the policy group.
         eval_episodes: episodes per clip in each evaluation (deterministic: one is enough).
         eval_max_seconds: cap on an evaluation episode, s (None: the whole clip).
-        reset_noise_ramp_steps: env steps over which the reset noise (docs/task.md section 9)
-            ramps linearly from none to full (`gym_motion.curriculum`; default 1.5 M, whatever
-            `total_steps`, so a longer or resumed run keeps the curriculum); 0: full from the
-            first step.
-        termination_from_steps: termination terms of ``env`` that end episodes only from this
-            many env steps on (a curriculum: ``{"anchor_horizontal": 10_000_000}`` lets the
-            policy first learn to survive); before that they are switched off
-            (`TrackingVecEnv.inactive_terminations`). Default {}: every term from the start.
-        termination_from_episode_s: termination terms of ``env`` switched on once the training
-            episodes last this many seconds on average (``episode/length`` over the rollouts of
-            the last `Progress.episode_window_steps` env steps, times the control step), and on
-            from then (a curriculum that needs no per-clip step count: ``{"anchor_horizontal":
-            2.0}``); `Progress.switched_on` records the env step. Default {}.
+        curricula: name -> `CurriculumTermCfg`, stepped after every rollout by the training
+            loop (`gym_motion.curriculum`; default `default_curricula`: the reset noise ramped
+            over 1.5 M env steps). E.g. ``termination_from_episode_s`` with ``{"term":
+            "anchor_horizontal", "seconds": 2.0}`` switches a termination on once the training
+            episodes last 2 s on average.
         eval_every_steps: a deterministic evaluation from the clip start every this many env
             steps and at the end, logged as ``eval/*`` and drawn in the curves PNG; 0: off.
         video_seconds: length of ``final_eval.mp4``, s; 0: no video.
@@ -152,9 +154,7 @@ class RunConfig:
     obs_mode: str = "dict"
     eval_episodes: int = 1
     eval_max_seconds: float | None = None
-    reset_noise_ramp_steps: int = 1_500_000
-    termination_from_steps: dict[str, int] = field(default_factory=dict)
-    termination_from_episode_s: dict[str, float] = field(default_factory=dict)
+    curricula: dict[str, CurriculumTermCfg] = field(default_factory=default_curricula)
     eval_every_steps: int = 500_000
     video_seconds: float = 5.0
     checkpoint_minutes: float = 5.0
@@ -169,40 +169,7 @@ class RunConfig:
     def __post_init__(self) -> None:
         if not isinstance(self.env, TrackingEnvCfg):
             raise ValueError(f"RunConfig.env must be a TrackingEnvCfg, got {self.env!r}")
-        if not (isinstance(self.reset_noise_ramp_steps, int) and self.reset_noise_ramp_steps >= 0):
-            raise ValueError(
-                "reset_noise_ramp_steps must be an integer >= 0 (env steps), got "
-                f"{self.reset_noise_ramp_steps!r}"
-            )
-        for name, steps in self.termination_from_steps.items():
-            if name not in self.env.terminations:
-                raise ValueError(
-                    f"termination_from_steps names {name!r}, which is not one of the task's "
-                    f"termination terms {tuple(self.env.terminations)}"
-                )
-            if not (isinstance(steps, int) and steps >= 0):
-                raise ValueError(
-                    f"termination_from_steps[{name!r}] must be an integer >= 0 (env steps), "
-                    f"got {steps!r}"
-                )
-        for name, seconds in self.termination_from_episode_s.items():
-            if name not in self.env.terminations:
-                raise ValueError(
-                    f"termination_from_episode_s names {name!r}, which is not one of the task's "
-                    f"termination terms {tuple(self.env.terminations)}"
-                )
-            if name in self.termination_from_steps:
-                raise ValueError(
-                    f"termination {name!r} is switched on both by env steps "
-                    "(termination_from_steps) and by episode length (termination_from_episode_s): "
-                    "give one"
-                )
-            longest = self.env.episode_length_s
-            if not (isinstance(seconds, int | float) and 0.0 < seconds < longest):
-                raise ValueError(
-                    f"termination_from_episode_s[{name!r}] must be > 0 and below the episodes' "
-                    f"time limit ({longest:g} s, which no mean length reaches), got {seconds!r}"
-                )
+        check_curricula(self.curricula, self.env.terminations, self.env.episode_length_s)
         if not self.checkpoint_minutes >= 0.0:
             raise ValueError(f"checkpoint_minutes must be >= 0, got {self.checkpoint_minutes}")
         if self.obs_mode not in OBS_MODES:
@@ -222,23 +189,49 @@ class RunConfig:
             )
 
     def to_dict(self) -> dict[str, Any]:
-        """The fields but ``env`` as JSON values (config.json's ``"train"``)."""
-        return {
-            f.name: _plain(getattr(self, f.name))
-            for f in dataclasses.fields(self)
-            if f.name != "env"
-        }
+        """The fields but ``env`` as JSON values (config.json's ``"train"``; the curricula's
+        functions by import path, as `TrackingEnvCfg.to_json` writes term functions)."""
+        from gym_motion.envs.cfg_json import encode
+
+        out = {}
+        for f in dataclasses.fields(self):
+            if f.name == "curricula":
+                out[f.name] = encode(self.curricula)
+            elif f.name != "env":
+                out[f.name] = _plain(getattr(self, f.name))
+        return out
 
     @classmethod
     def from_dict(cls, train: dict[str, Any], env: TrackingEnvCfg) -> RunConfig:
         """The config `to_dict` wrote, with its task `env`; keys this version does not know
-        are left out.
+        are left out, and the curriculum fields of earlier versions (``reset_noise_ramp_steps``,
+        ``termination_from_steps``, ``termination_from_episode_s``) read as curriculum terms.
 
         Raises:
-            ValueError: a field out of range.
+            ValueError: a field out of range, or a curriculum function that cannot be imported.
         """
+        from gym_motion.envs.cfg_json import decode
+
         names = {f.name for f in dataclasses.fields(cls)} - {"env"}
-        return cls(env=env, **{k: v for k, v in train.items() if k in names})
+        kwargs = {k: v for k, v in train.items() if k in names}
+        if "curricula" in kwargs:
+            kwargs["curricula"] = dict(decode(kwargs["curricula"]))
+        else:
+            kwargs["curricula"] = legacy_curricula(train)
+        return cls(env=env, **kwargs)
+
+
+def legacy_curricula(train: dict[str, Any]) -> dict[str, CurriculumTermCfg]:
+    """The curriculum terms of a config.json ``"train"`` section written before curricula
+    were terms."""
+    ramp = train.get("reset_noise_ramp_steps", 1_500_000)
+    out = {"reset_noise": CurriculumTermCfg(reset_noise_ramp, {"steps": ramp})}
+    for term, steps in train.get("termination_from_steps", {}).items():
+        out[term] = CurriculumTermCfg(termination_from_steps, {"term": term, "steps": steps})
+    for term, seconds in train.get("termination_from_episode_s", {}).items():
+        params = {"term": term, "seconds": seconds}
+        out[term] = CurriculumTermCfg(termination_from_episode_s, params)
+    return out
 
 
 def _plain(value: Any) -> Any:

@@ -168,9 +168,13 @@ def training_note(run_dir: str | os.PathLike) -> str | None:
     offset = "residual actions" if cfg.action_offset == "reference" else "default-pose actions"
     term = cfg.terminations.get("anchor_horizontal")
     if term is not None:
-        start = train.get("termination_from_steps", {}).get("anchor_horizontal", 0)
+        from gym_motion import curriculum as cur
+
+        switches = {c.func: c.params for c in folder.run_config().curricula.values()
+                    if c.params.get("term") == "anchor_horizontal"}  # fmt: skip
+        start = switches.get(cur.termination_from_steps, {}).get("steps", 0)
         after = f" from {start / 1e6:g} M steps" if start else ""
-        seconds = train.get("termination_from_episode_s", {}).get("anchor_horizontal")
+        seconds = switches.get(cur.termination_from_episode_s, {}).get("seconds")
         if seconds is not None:
             after = f" from {seconds:g} s training episodes"
             switched = summary.get("terminations_switched_on")  # best/'s summary lacks it

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from gym_motion.curriculum import reset_noise_scale
+from gym_motion.curriculum import CurriculumState
 
 if TYPE_CHECKING:
     from gym_motion.training.config import RunConfig
@@ -28,13 +28,13 @@ class RunAborted(RuntimeError):
 
 
 class Progress:
-    """What happens between a learner's rollouts: the curves' history, the curricula (reset-noise
-    ramp, terminations switched on by env steps or by the training episodes' length), periodic
-    evaluations and the wall-clock budget.
+    """What happens between a learner's rollouts: the curves' history, the curricula (the run's
+    `RunConfig.curricula` terms, `gym_motion.curriculum`), periodic evaluations and the
+    wall-clock budget.
 
     Args:
-        config: the run's config (``total_steps``, ``reset_noise_ramp_steps``, ``eval_every_steps``,
-            ``max_minutes``, ``termination_from_steps``, ``termination_from_episode_s``).
+        config: the run's config (``total_steps``, ``curricula``, ``eval_every_steps``,
+            ``max_minutes``).
             env: the training `TrackingVecEnv` (its ``reset_noise_scale`` and
             ``inactive_terminations`` are set here). evaluate:
             current policy -> `evaluate_policy_on_clips` result, or None (no periodic
@@ -53,11 +53,12 @@ class Progress:
         evals: per evaluation, ``timesteps`` and ``eval/<key>`` for `EVAL_KEYS`.
         best: ``{"timesteps", "score"}`` of the best evaluation so far, or None (a resumed
             run sets it from its best/ folder, which records it).
-        switched_on: the terms of ``termination_from_episode_s`` switched on so far, each with
-            the env step of the rollout after which it was (kept across resumes).
-        episode_window_steps: the env steps of rollouts whose mean ``episode/length`` decides
-            ``termination_from_episode_s`` (500 k: about 80 rollouts of 256 envs, so one lucky
-            rollout does not switch a term on); nothing is switched on before that many steps.
+        switched_on: the terminations a curriculum term switched on for good so far
+            (`gym_motion.curriculum.termination_from_episode_s`), each with the env step of the
+            rollout after which it was (kept across resumes).
+        episode_window_steps: the env steps of rollouts whose mean ``episode/length`` is the
+            curricula's `CurriculumState.mean_episode_s` (500 k: about 80 rollouts of 256 envs,
+            so one lucky rollout does not switch a term on); None before that many steps.
     """
 
     episode_window_steps: int = 500_000
@@ -84,6 +85,7 @@ class Progress:
         self._keep_best = keep_best
         self.best: dict[str, float] | None = None
         self.switched_on: dict[str, int] = {}
+        self._switches_terminations = False
         self._learn_s0 = 0.0
         self._t0 = self._saved = time.perf_counter()
         self._set_curricula(0)
@@ -120,21 +122,31 @@ class Progress:
         """Start the budget's clock (learning begins)."""
         self._t0 = self._saved = time.perf_counter()
 
-    def _set_curricula(self, steps: int) -> None:
-        self.scale = reset_noise_scale(steps, self.config.reset_noise_ramp_steps)
-        self.env.reset_noise_scale = self.scale
-        cfg = self.config
-        by_steps, by_length = cfg.termination_from_steps, cfg.termination_from_episode_s
-        if by_steps or by_length:
-            self.env.inactive_terminations = tuple(
-                [name for name, start in by_steps.items() if steps < start]
-                + [name for name in by_length if name not in self.switched_on]
-            )
+    def _set_curricula(self, steps: int, new_row: bool = False) -> None:
+        """Step the curriculum terms at `steps` env steps and apply them to the env; the mean
+        training-episode length is given to them only after a newly logged rollout
+        (`new_row`), computed once and only if a term asks for it."""
+        mean: list[float | None] = []
 
-    def _switch_on_by_episode_length(self, steps: int) -> None:
-        pending = [n for n in self.config.termination_from_episode_s if n not in self.switched_on]
-        if not pending:
-            return
+        def mean_episode_s() -> float | None:
+            if not mean:
+                mean.append(self._mean_episode_s(steps) if new_row else None)
+            return mean[0]
+
+        state = CurriculumState(steps, self.switched_on, mean_episode_s)
+        for term in self.config.curricula.values():
+            term.func(state, **term.params)
+        self.scale = state.reset_noise_scale
+        self.env.reset_noise_scale = self.scale
+        # an env no curriculum switched a termination of is left as it is
+        if state.inactive_terminations or self._switches_terminations:
+            self.env.inactive_terminations = tuple(state.inactive_terminations)
+            self._switches_terminations = True
+
+    def _mean_episode_s(self, steps: int) -> float | None:
+        """The training episodes' mean length, s, over the rollouts of the last
+        `episode_window_steps` env steps (on every rank: all ranks' episodes), or None before
+        that many steps or without a logged episode length."""
         since = steps - self.episode_window_steps
         window = []
         for row in reversed(self.history):
@@ -149,22 +161,15 @@ class Progress:
             both = torch.tensor([total, count], dtype=torch.float64, device=self.device)
             torch.distributed.all_reduce(both)
             total, count = both.tolist()
-        seconds = self.config.env.sim.control_dt * total / max(count, 1.0)
-        ready = steps >= self.episode_window_steps and count > 0
-        for name in pending:
-            if ready and seconds >= self.config.termination_from_episode_s[name]:
-                self.switched_on[name] = int(steps)
-                print(
-                    f"gym-motion train: termination {name!r} on from {steps:,} env steps "
-                    f"(training episodes {seconds:.2f} s on average)",
-                    flush=True,
-                )
+        if steps < self.episode_window_steps or count == 0:
+            return None
+        return self.config.env.sim.control_dt * total / count
 
     def after_rollout(self, steps: int, values: dict[str, float] | None = None) -> dict:
         """After a rollout (and, for on-policy libraries, its update or just before it) at
         `steps` env steps: keep `values` (None: nothing logged this rollout) for the curves,
-        switch on the terms whose training-episode length is reached, set the reset-noise scale
-        and inactive terminations of the next rollout, run the periodic evaluation when due
+        step the curricula (the reset-noise scale and inactive terminations of the next
+        rollout), run the periodic evaluation when due
         (not at the last rollout: the run's final evaluation follows), save a checkpoint when
         due, and set `stop` past the budget.
 
@@ -174,9 +179,8 @@ class Progress:
         """
         if values is not None:
             self.history.append({"timesteps": float(steps), **values})
-        if values is not None or self.world_size > 1:  # a new row (every rank calls it)
-            self._switch_on_by_episode_length(steps)
-        self._set_curricula(steps)
+        # a new row (every rank calls it: the mean is reduced over ranks)
+        self._set_curricula(steps, new_row=values is not None or self.world_size > 1)
         out: dict[str, float] = {}
         if self._evaluate is not None and self._next_eval <= steps < self.config.total_steps:
             t0 = time.perf_counter()

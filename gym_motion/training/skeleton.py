@@ -19,6 +19,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
+from gym_motion.curriculum import termination_from_episode_s
 from gym_motion.evaluate import evaluate_policy_on_clips
 from gym_motion.policy import Policy
 from gym_motion.training.config import RunConfig
@@ -223,7 +224,8 @@ def train(config: RunConfig, *, resume: bool = False) -> dict[str, Any]:
         "env_steps_per_s_rollout": _mean_tail(progress.history, "time/env_steps_per_s"),
         "reset_noise_scale_final": progress.scale,
     }
-    if config.termination_from_episode_s:  # env step of each term's switch, {} if none yet
+    if any(t.func is termination_from_episode_s for t in config.curricula.values()):
+        # env step of each term's switch, {} if none yet
         summary["terminations_switched_on"] = dict(progress.switched_on)
     if aborted:
         summary["error"] = aborted

@@ -32,6 +32,7 @@ from stable_baselines3.common.logger import Logger  # noqa: E402
 from stable_baselines3.common.vec_env import VecNormalize  # noqa: E402
 
 from gym_motion.adapters.sb3.vec_env import SB3VecEnv  # noqa: E402
+from gym_motion.curriculum import CurriculumTermCfg, termination_from_episode_s  # noqa: E402
 from gym_motion.envs.stats import TrackingStats  # noqa: E402
 from gym_motion.envs.tracking import TrackingVecEnv  # noqa: E402
 from gym_motion.training import RunConfig, RunFolder, train, train_env_cfg  # noqa: E402
@@ -327,9 +328,10 @@ def test_samplers_switch_the_horizontal_termination_on_with_the_learner(local_ra
 
     monkeypatch.setattr(Progress, "episode_window_steps", 48)  # rollouts of 32 steps
     env = train_env_cfg(anchor_horizontal_termination=1e-3)
-    by_length = {"anchor_horizontal": 0.02}
+    switch = CurriculumTermCfg(termination_from_episode_s,
+                               {"term": "anchor_horizontal", "seconds": 0.02})  # fmt: skip
     config = _run_config(tmp_path, "term", samplers=2, env=env, total_steps=480,
-                         eval_every_steps=0, termination_from_episode_s=by_length)  # fmt: skip
+                         eval_every_steps=0, curricula={"anchor_horizontal": switch})  # fmt: skip
     summary = train(config)
     on = summary["terminations_switched_on"]["anchor_horizontal"]
     with open(tmp_path / "term" / "progress.csv") as f:

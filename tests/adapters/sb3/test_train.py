@@ -11,7 +11,13 @@ import pytest
 from gym_motion.adapters.sb3.callbacks import KLAdaptiveLR
 from gym_motion.cli import build_parser, main
 from gym_motion.cli.train import print_summary, run_config
-from gym_motion.curriculum import reset_noise_scale
+from gym_motion.curriculum import (
+    CurriculumTermCfg,
+    reset_noise_ramp,
+    reset_noise_scale,
+    termination_from_episode_s,
+    termination_from_steps,
+)
 from gym_motion.training import RunConfig, RunFolder, train, train_env_cfg
 
 RUN_FILES = ("model.zip", "vecnormalize.pkl", "config.json", "summary.json",
@@ -20,6 +26,24 @@ RUN_FILES = ("model.zip", "vecnormalize.pkl", "config.json", "summary.json",
 SUMMARY_KEYS = {"run", "library", "interrupted", "stopped_by", "env_steps", "train_wall_s",
                 "env_steps_per_s_overall", "env_steps_per_s_rollout", "reset_noise_scale_final",
                 "before", "after", "after_vs_before", "video"}  # fmt: skip
+
+
+def by_steps_term(term: str, steps: int) -> CurriculumTermCfg:
+    return CurriculumTermCfg(termination_from_steps, {"term": term, "steps": steps})
+
+
+def by_length_term(term: str, seconds: float) -> CurriculumTermCfg:
+    return CurriculumTermCfg(termination_from_episode_s, {"term": term, "seconds": seconds})
+
+
+def switches(config: RunConfig) -> dict[str, tuple[str, float]]:
+    """The terminations the run's curricula switch on: term -> ("steps" | "seconds", value)."""
+    out = {}
+    for c in config.curricula.values():
+        if "term" in c.params:
+            kind = "steps" if c.func is termination_from_steps else "seconds"
+            out[c.params["term"]] = (kind, c.params[kind])
+    return out
 
 
 def test_kl_adaptive_lr():
@@ -46,8 +70,10 @@ def test_reset_noise_ramp():
         0.0, 0.5, 1.0, 1.0, 1.0
     ]  # fmt: skip
     assert reset_noise_scale(0.0, 0.0) == 1.0
-    with pytest.raises(ValueError, match="reset_noise_ramp_steps must be an integer >= 0"):
-        RunConfig(reset_noise_ramp_steps=0.5)
+    with pytest.raises(
+        ValueError, match=r"curricula\['reset_noise'\].params\['steps'\] must be an"
+    ):
+        RunConfig(curricula={"reset_noise": CurriculumTermCfg(reset_noise_ramp, {"steps": 0.5})})
 
 
 def test_train_cli_flags_and_defaults():
@@ -55,12 +81,12 @@ def test_train_cli_flags_and_defaults():
     args.pop("func")
     assert args == {
         "command": "train", "motion": [], "num_envs": None, "total_steps": None, "resume": None,
-        "max_minutes": 0.0, "backend": None, "seed": 0, "out": None, "obs_mode": None,
-        "no_state_estimation": False, "num_threads": None, "reset_noise_ramp_steps": 1_500_000,
-        "ppo": [],
-        "eval_every": None, "no_video": False, "library": "sb3", "device": None,
-        "distributed": False, "algo": "ppo", "sac": [], "sampling": "uniform",
-        "checkpoint_minutes": 5.0, "action_offset": None, "samplers": 0, "recipe": None,
+        "max_minutes": None, "backend": None, "seed": None, "out": None, "obs_mode": None,
+        "no_state_estimation": False, "num_threads": None, "reset_noise_ramp_steps": None,
+        "ppo": [], "settings": [],
+        "eval_every": None, "no_video": False, "library": None, "device": None,
+        "distributed": False, "algo": None, "sac": [], "sampling": None,
+        "checkpoint_minutes": None, "action_offset": None, "samplers": None, "recipe": None,
         "envs_per_sampler": None, "ray_address": None, "anchor_horizontal_termination": None,
         "anchor_horizontal_termination_from": None,
         "anchor_horizontal_termination_from_episode_s": None, "policy_obs_noise": [],
@@ -82,7 +108,6 @@ def test_train_cli_flags_and_defaults():
     assert env.terminations["anchor_horizontal"].params == {"threshold": 0.5}
     assert type(env).from_json(env.to_json()) == env  # config.json keeps it for eval and export
     env = run_config(build_parser().parse_args(["train", "--obs-noise", "anchor_pos=0.05"])).env
-    assert env.policy_obs_noise == {"anchor_pos": 0.05}
     assert env.observation_groups()["policy"]["anchor_pos"].noise == 0.05
     assert type(env).from_json(env.to_json()) == env
     vel = ["train", "--anchor-velocity-obs", "--obs-noise", "anchor_vel=0.1"]
@@ -103,14 +128,13 @@ def test_train_cli_flags_and_defaults():
         train_env_cfg(anchor_horizontal_termination=float("nan"))
     argv += ["--anchor-horizontal-termination-from", "10000000"]
     config = run_config(build_parser().parse_args(argv))
-    assert config.termination_from_steps == {"anchor_horizontal": 10_000_000}
+    assert switches(config) == {"anchor_horizontal": ("steps", 10_000_000)}
     assert RunConfig.from_dict(config.to_dict(), config.env) == config
     with pytest.raises(ValueError, match="-from needs --anchor-horizontal-termination METRES"):
         run_config(build_parser().parse_args(argv[:1] + argv[3:]))
     by_length = argv[:3] + ["--anchor-horizontal-termination-from-episode-s", "2"]
     config = run_config(build_parser().parse_args(by_length))
-    assert (config.termination_from_steps, config.termination_from_episode_s) == (
-        {}, {"anchor_horizontal": 2.0})  # fmt: skip
+    assert switches(config) == {"anchor_horizontal": ("seconds", 2.0)}
     assert RunConfig.from_dict(config.to_dict(), config.env) == config
     with pytest.raises(ValueError, match="-from-episode-s needs --anchor-horizontal-termination"):
         run_config(build_parser().parse_args(by_length[:1] + by_length[3:]))
@@ -119,15 +143,23 @@ def test_train_cli_flags_and_defaults():
     with pytest.raises(SystemExit):  # argparse: "... must be a number > 0"
         build_parser().parse_args(by_length[:4] + ["0"])
     for bad in (float("nan"), float("inf"), 10.0):  # 10 s: the episodes' time limit
-        with pytest.raises(ValueError, match=r"_episode_s\['anchor_height'\] must be > 0 and"):
-            RunConfig(termination_from_episode_s={"anchor_height": bad})
-    with pytest.raises(ValueError, match="switched on both by env steps"):
-        RunConfig(termination_from_steps={"anchor_height": 5},
-                  termination_from_episode_s={"anchor_height": 1.0})  # fmt: skip
+        with pytest.raises(ValueError, match=r"\['seconds'\] must be > 0 and below the ep"):
+            RunConfig(curricula={"h": by_length_term("anchor_height", bad)})
+    with pytest.raises(ValueError, match="'anchor_height' is switched on by two curriculum terms"):
+        RunConfig(curricula={"a": by_steps_term("anchor_height", 5),
+                             "b": by_length_term("anchor_height", 1.0)})  # fmt: skip
     with pytest.raises(ValueError, match="'anchor_horizontal', which is not one of the task's"):
-        RunConfig(termination_from_steps={"anchor_horizontal": 5})
-    with pytest.raises(ValueError, match=r"termination_from_steps\['anchor_height'\] must be an"):
-        RunConfig(termination_from_steps={"anchor_height": -1})
+        RunConfig(curricula={"h": by_steps_term("anchor_horizontal", 5)})
+    with pytest.raises(ValueError, match=r"\['h'\].params\['steps'\] must be an integer >= 0"):
+        RunConfig(curricula={"h": by_steps_term("anchor_height", -1)})
+    # config.json of runs before curricula were terms: the same curricula
+    old = {**config.to_dict(), "reset_noise_ramp_steps": 0,
+           "termination_from_episode_s": {"anchor_horizontal": 2.0}}  # fmt: skip
+    del old["curricula"]
+    assert RunConfig.from_dict(old, config.env).curricula == {
+        "reset_noise": CurriculumTermCfg(reset_noise_ramp, {"steps": 0}),
+        "anchor_horizontal": by_length_term("anchor_horizontal", 2.0),
+    }
     # Ray samplers: K x N envs in all
     argv = ["train", "--samplers", "2", "--envs-per-sampler", "128", "--ray-address", "auto"]
     config = run_config(build_parser().parse_args(argv))
@@ -152,14 +184,13 @@ def test_the_clip_recipe_is_its_documented_flags_and_a_flag_replaces_its_value()
     mine = config("--recipe", "clip", "--total-steps", "16000000",
                   "--anchor-horizontal-termination", "0.3",
                   "--action-offset", "default")  # fmt: skip
-    assert (mine.total_steps, mine.env.action_offset, mine.termination_from_episode_s) == (
-        16_000_000, "default", {"anchor_horizontal": 2.0})  # fmt: skip
+    assert (mine.total_steps, mine.env.action_offset, switches(mine)) == (
+        16_000_000, "default", {"anchor_horizontal": ("seconds", 2.0)})  # fmt: skip
     assert mine.env.terminations["anchor_horizontal"].params == {"threshold": 0.3}
     # switched on by env steps instead of by episode length (0: from the first step)
     for steps in (12_000_000, 0):
         by_steps = config("--recipe", "clip", "--anchor-horizontal-termination-from", str(steps))
-        assert by_steps.termination_from_episode_s == {}
-        assert by_steps.termination_from_steps == ({"anchor_horizontal": steps} if steps else {})
+        assert switches(by_steps) == ({"anchor_horizontal": ("steps", steps)} if steps else {})
         assert "anchor_horizontal" in by_steps.env.terminations
     with pytest.raises(SystemExit):
         build_parser().parse_args(["train", "--recipe", "dance"])
@@ -172,7 +203,7 @@ def test_the_clip_recipe_is_its_documented_flags_and_a_flag_replaces_its_value()
 
 
 def test_the_clip_recipe_on_a_gpu_adds_its_gpu_settings(monkeypatch):
-    import gym_motion.cli.train as cli_train
+    import gym_motion.training.recipes as recipes
 
     def config(*argv):
         return run_config(build_parser().parse_args(["train", *argv]))
@@ -182,11 +213,11 @@ def test_the_clip_recipe_on_a_gpu_adds_its_gpu_settings(monkeypatch):
         256, "mujoco", "cpu", 500_000)  # fmt: skip
     with (
         pytest.raises(ValueError, match="device 'cuda' is not available here")
-        if not (cli_train._on_gpu("auto"))
+        if not (recipes.on_gpu("auto"))
         else contextlib.nullcontext()
     ):
         config("--recipe", "clip", "--device", "cuda")  # a CPU build refuses before any work
-    monkeypatch.setattr(cli_train, "_on_gpu", lambda device: device != "cpu")
+    monkeypatch.setattr(recipes, "on_gpu", lambda device: device != "cpu")
     gpu = config("--recipe", "clip", "--device", "cuda")
     assert (gpu.num_envs, gpu.env.backend.name, gpu.device, gpu.eval_every_steps) == (
         1024, "mjwarp", "cuda", 1_000_000)  # fmt: skip
@@ -209,8 +240,8 @@ def test_progress_switches_a_termination_on_at_its_env_step():
     from gym_motion.training.progress import Progress
 
     env_cfg = train_env_cfg(anchor_horizontal_termination=0.3)
-    config = RunConfig(env=env_cfg, termination_from_steps={"anchor_horizontal": 1000},
-                       eval_every_steps=0, checkpoint_minutes=0.0)  # fmt: skip
+    config = RunConfig(env=env_cfg, eval_every_steps=0, checkpoint_minutes=0.0,
+                       curricula={"h": by_steps_term("anchor_horizontal", 1000)})  # fmt: skip
     env = SimpleNamespace(reset_noise_scale=None, inactive_terminations=None)
     progress = Progress(config, env, evaluate=None)
     seen = []
@@ -234,8 +265,8 @@ def test_progress_switches_a_termination_on_when_training_episodes_last_long_eno
     from gym_motion.training.progress import Progress
 
     env_cfg = train_env_cfg(anchor_horizontal_termination=0.3)
-    config = RunConfig(env=env_cfg, termination_from_episode_s={"anchor_horizontal": 2.0},
-                       eval_every_steps=0, checkpoint_minutes=0.0)  # fmt: skip
+    config = RunConfig(env=env_cfg, eval_every_steps=0, checkpoint_minutes=0.0,
+                       curricula={"h": by_length_term("anchor_horizontal", 2.0)})  # fmt: skip
     env = SimpleNamespace(reset_noise_scale=None, inactive_terminations=None)
     progress = Progress(config, env, evaluate=None)
     progress.episode_window_steps = 100
