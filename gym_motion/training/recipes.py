@@ -31,12 +31,16 @@ def on_gpu(device: str) -> bool:
 
 
 def clip(config: RunConfig) -> RunConfig:
-    """A real clip learnt whole from its start: residual actions, the anchor-horizontal
-    termination at 0.2 m switched on once the training episodes last 2 s on average, 26 M env
-    steps (docs/measurements.md, "A tighter horizontal termination: 0.2 m", "The clip recipe at
-    a second seed"). On a GPU device also 1024 envs on MuJoCo Warp and an evaluation every 1 M
-    env steps: PPO's settings per update are the CPU's, so an update takes more samples
-    (docs/measurements.md, "The clip recipe on a GPU").
+    """A real clip learnt whole from its start (residual actions, a 0.2 m horizontal
+    termination switched on at 2 s episodes, 26 M env steps; on a GPU also 1024 envs on MuJoCo
+    Warp).
+
+    In full: residual actions, the anchor-horizontal termination at 0.2 m switched on once the
+    training episodes last 2 s on average, 26 M env steps (docs/measurements.md, "A tighter
+    horizontal termination: 0.2 m", "The clip recipe at a second seed"). On a GPU device also
+    1024 envs on MuJoCo Warp and an evaluation every 1 M env steps: PPO's settings per update
+    are the CPU's, so an update takes more samples (docs/measurements.md, "The clip recipe on a
+    GPU").
 
     Raises:
         ValueError: a device torch does not list.
