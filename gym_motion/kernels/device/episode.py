@@ -1,0 +1,64 @@
+"""The end of a control step for the device: twins of `gym_motion.kernels.episode` (flags,
+masked reward, episode length and time limit; event timers). Counts are added to ``counts``
+(atomic) instead of returned."""
+
+from __future__ import annotations
+
+import warp as wp
+
+
+@wp.kernel
+def end_step(
+    any_term: wp.array(dtype=wp.bool),
+    nonfinite: wp.array(dtype=wp.bool),
+    term_reward: wp.array(dtype=float),
+    past_clip_end: wp.array(dtype=wp.bool),
+    held: wp.array(dtype=wp.bool),
+    episode_length: wp.array(dtype=wp.int32),
+    time_limit_offset: wp.array(dtype=wp.int32),
+    max_episode_steps: int,
+    terminated: wp.array(dtype=wp.bool),
+    truncated: wp.array(dtype=wp.bool),
+    reward: wp.array(dtype=float),
+    clip_end: wp.array(dtype=wp.bool),
+    done: wp.array(dtype=wp.bool),
+    teleport: wp.array(dtype=wp.bool),
+    counts: wp.array(dtype=wp.int32),
+):
+    """The step's results of env i as the host kernel's; ``counts[0] +=`` done rows,
+    ``counts[1] +=`` teleport rows."""
+    i = wp.tid()
+    term = any_term[i] or nonfinite[i]
+    r = term_reward[i]
+    if nonfinite[i]:
+        r = 0.0
+    length = episode_length[i] + wp.int32(1)
+    episode_length[i] = length
+    trunc = int(length) + int(time_limit_offset[i]) >= max_episode_steps and not term
+    end = past_clip_end[i]
+    if held[i]:
+        r = 0.0
+        term = False
+        trunc = False
+        end = False
+    terminated[i] = term
+    truncated[i] = trunc
+    reward[i] = r
+    clip_end[i] = end
+    d = term or trunc
+    done[i] = d
+    teleport[i] = end and not d
+    if d:
+        wp.atomic_add(counts, 0, wp.int32(1))
+    if end and not d:
+        wp.atomic_add(counts, 1, wp.int32(1))
+
+
+@wp.kernel
+def count_down(timer: wp.array(dtype=wp.float64), dt: wp.float64, due: wp.array(dtype=wp.int32)):
+    """``timer -= dt`` (s); ``due[0] +=`` 1 for each timer now <= 0."""
+    i = wp.tid()
+    t = timer[i] - dt
+    timer[i] = t
+    if t <= wp.float64(0.0):
+        wp.atomic_add(due, 0, wp.int32(1))

@@ -1,0 +1,110 @@
+"""Observation kernels (docs/task.md section 5) for the device: twins of
+`gym_motion.kernels.observations`. Outputs are written into columns ``col`` onward of an
+(N, D) float32 group buffer."""
+
+from __future__ import annotations
+
+import warp as wp
+
+from gym_motion.kernels.device.quat import (
+    quat_mul,
+    quat_rotate_inverse,
+    quat_to_matrix,
+    row3,
+    row4,
+    vec3_at,
+    vec4_at,
+)
+
+
+@wp.kernel
+def pos_in_frame(
+    frame_pos_w: wp.array2d(dtype=float),
+    frame_quat_w: wp.array2d(dtype=float),
+    pos_w: wp.array3d(dtype=float),
+    out: wp.array2d(dtype=float),
+    col: int,
+):
+    """``out[i, col+3b : col+3b+3] = R_i^T (pos_w[i, b] - frame_pos_w[i])``; frame (N, 3) m and
+    (N, 4) wxyz, points (N, B, 3) m, world frame."""
+    i = wp.tid()
+    q = row4(frame_quat_w, i)
+    p = row3(frame_pos_w, i)
+    for b in range(pos_w.shape[1]):
+        r = quat_rotate_inverse(q, vec3_at(pos_w, i, b) - p)
+        for d in range(3):
+            out[i, col + 3 * b + d] = r[d]
+
+
+@wp.kernel
+def vec_in_frame(
+    frame_quat_w: wp.array2d(dtype=float),
+    vec_w: wp.array3d(dtype=float),
+    out: wp.array2d(dtype=float),
+    col: int,
+):
+    """``out[i, col+3b : col+3b+3] = R_i^T vec_w[i, b]``; frame (N, 4) wxyz, vectors (N, B, 3)."""
+    i = wp.tid()
+    q = row4(frame_quat_w, i)
+    for b in range(vec_w.shape[1]):
+        r = quat_rotate_inverse(q, vec3_at(vec_w, i, b))
+        for d in range(3):
+            out[i, col + 3 * b + d] = r[d]
+
+
+@wp.kernel
+def twist_in_frame(
+    frame_quat_w: wp.array2d(dtype=float),
+    lin_vel_w: wp.array2d(dtype=float),
+    ang_vel_w: wp.array2d(dtype=float),
+    out: wp.array2d(dtype=float),
+    col: int,
+):
+    """``out[i, col : col+6] = (R_i^T lin_vel_w[i], R_i^T ang_vel_w[i])``; (N, 3) each."""
+    i = wp.tid()
+    q = row4(frame_quat_w, i)
+    lin = quat_rotate_inverse(q, row3(lin_vel_w, i))
+    ang = quat_rotate_inverse(q, row3(ang_vel_w, i))
+    for d in range(3):
+        out[i, col + d] = lin[d]
+        out[i, col + 3 + d] = ang[d]
+
+
+@wp.kernel
+def ori_in_frame_6d(
+    frame_quat_w: wp.array2d(dtype=float),
+    quat_w: wp.array3d(dtype=float),
+    out: wp.array2d(dtype=float),
+    col: int,
+):
+    """The first two columns of R(q_frame^-1 q_b), row-major, 6 values per body (Zhou et al.,
+    2019); frame (N, 4), orientations (N, B, 4), wxyz."""
+    i = wp.tid()
+    f = row4(frame_quat_w, i)
+    f_inv = wp.vec4(f[0], -f[1], -f[2], -f[3])
+    for b in range(quat_w.shape[1]):
+        m = quat_to_matrix(quat_mul(f_inv, vec4_at(quat_w, i, b)))
+        o = col + 6 * b
+        out[i, o] = m[0, 0]
+        out[i, o + 1] = m[0, 1]
+        out[i, o + 2] = m[1, 0]
+        out[i, o + 3] = m[1, 1]
+        out[i, o + 4] = m[2, 0]
+        out[i, o + 5] = m[2, 1]
+
+
+@wp.kernel
+def add_uniform_noise(
+    obs: wp.array2d(dtype=float),
+    unit_random: wp.array(dtype=float),
+    column: wp.array(dtype=int),
+    scale: wp.array(dtype=float),
+    offset: wp.array(dtype=int),
+    width: wp.array(dtype=int),
+):
+    """``obs[i, column[c]] += (2 u - 1) scale[c]``, ``u = unit_random[offset[c] + i width[c]]``
+    (`gym_motion.managers.observation.NoiseColumns`)."""
+    i = wp.tid()
+    for c in range(column.shape[0]):
+        u = unit_random[offset[c] + i * width[c]]
+        obs[i, column[c]] = obs[i, column[c]] + (2.0 * u - 1.0) * scale[c]

@@ -1,0 +1,375 @@
+"""The device MDP's Warp kernels on Warp's CPU device: each against the float64 oracle (the
+host kernels' tolerance) and against its Numba twin (a few float32 ulps: the same math)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+
+from gym_motion.kernels import command as h_command
+from gym_motion.kernels import metrics as h_metrics
+from gym_motion.kernels import observations as h_obs
+from gym_motion.kernels import rewards as h_rewards
+from gym_motion.kernels import terminations as h_term
+
+from . import oracle as o
+from .checks import ANCHOR, F32, N_BODIES, ROOT, SIZES, SUBSET, f32, perturb_quat, rng_for
+from .test_kernel_command import Lib
+
+wp = pytest.importorskip("warp")
+d_obs = pytest.importorskip("gym_motion.kernels.device.observations")
+d_rewards = pytest.importorskip("gym_motion.kernels.device.rewards")
+d_term = pytest.importorskip("gym_motion.kernels.device.terminations")
+d_metrics = pytest.importorskip("gym_motion.kernels.device.metrics")
+d_command = pytest.importorskip("gym_motion.kernels.device.command")
+
+# Warp and Numba compile the same float32 operations with different compilers: agreement to
+# a few ulps of the values' scale, not bit for bit.
+TWIN = {"rtol": 4e-6, "atol": 1e-6}
+
+
+def launch(kernel, dim: int, *args) -> list:
+    """Run `kernel` on Warp's CPU device over `dim` rows with NumPy `args` (integer arrays as
+    int32, Warp's ``int``); returns every argument after the launch, arrays as NumPy."""
+    wargs = []
+    for a in args:
+        if isinstance(a, np.ndarray):
+            a = a.astype(np.int32) if a.dtype.kind in "iu" else np.ascontiguousarray(a)
+            a = wp.array(a, device="cpu")
+        wargs.append(a)
+    wp.launch(kernel, dim=dim, inputs=wargs, device="cpu")
+    return [a.numpy() if isinstance(a, wp.array) else a for a in wargs]
+
+
+def _bodies(rng, n, noise=0.2):
+    ref = f32(rng.uniform(-1.0, 1.0, (n, N_BODIES, 3)) + [0.0, 0.0, 0.8])
+    robot = f32(ref + rng.normal(0.0, noise, ref.shape))
+    ref_q = o.random_unit_quat(rng, (n, N_BODIES))
+    robot_q = perturb_quat(rng, ref_q, 1.0)
+    return ref, robot, ref_q, robot_q
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_observation_kernels_match_the_oracle_and_the_host_kernels(n):
+    rng = rng_for(n, 301)
+    ref, robot, ref_q, robot_q = _bodies(rng, n)
+    lin = f32(rng.standard_normal((n, 3)))
+    ang = f32(rng.standard_normal((n, 3)))
+    width, col = 300, 11
+    frame_pos, frame_q = robot[:, ANCHOR], robot_q[:, ANCHOR]
+    cases = [
+        (d_obs.pos_in_frame, h_obs.pos_in_frame, (frame_pos, frame_q, ref),
+         o.pos_in_frame(frame_pos, frame_q, ref)),
+        (d_obs.vec_in_frame, h_obs.vec_in_frame, (frame_q, ref),
+         o.vec_in_frame(frame_q, ref)),
+        (d_obs.twist_in_frame, h_obs.twist_in_frame, (frame_q, lin, ang),
+         np.concatenate([o.vec_in_frame(frame_q, lin[:, None]),
+                         o.vec_in_frame(frame_q, ang[:, None])], -1)),
+        (d_obs.ori_in_frame_6d, h_obs.ori_in_frame_6d, (frame_q, ref_q),
+         o.ori_in_frame_6d(frame_q, ref_q)),
+    ]  # fmt: skip
+    for device_kernel, host_kernel, args, expected in cases:
+        buf = f32(rng.standard_normal((n, width)))
+        got = launch(device_kernel, n, *args, buf.copy(), col)[-2]
+        hi = col + expected.shape[1]
+        assert_array_equal(got[:, :col], buf[:, :col])  # only its columns are written
+        assert_array_equal(got[:, hi:], buf[:, hi:])
+        assert_allclose(got[:, col:hi], expected, rtol=2e-6, atol=2e-7 * 8)
+        host = buf.copy()
+        host_kernel(*args, host[:, col:hi])
+        assert_allclose(got, host, **TWIN)
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_uniform_noise_is_the_host_kernels_to_float32_rounding(n):
+    from gym_motion.managers.observation import NoiseColumns
+
+    rng = rng_for(n, 302)
+    obs = f32(rng.standard_normal((n, 40)))
+    c = NoiseColumns.of([(slice(2, 5), 0.25), (slice(30, 39), 0.5)], n)
+    unit = f32(rng.random(c.size))
+    got = launch(d_obs.add_uniform_noise, n, obs.copy(), unit, c.column, c.scale, c.offset,
+                 c.width)[0]  # fmt: skip
+    host = obs.copy()
+    h_obs.add_uniform_noise(host, unit, c.column, c.scale, c.offset, c.width)
+    assert_allclose(got, host, **TWIN)  # x + (2u - 1) s: Warp may fuse the multiply-add
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_reward_kernels_match_the_oracle_and_the_host_kernels(n):
+    rng = rng_for(n, 303)
+    ref, robot, ref_q, robot_q = _bodies(rng, n)
+    a = (ref[:, ANCHOR], robot[:, ANCHOR])
+    aq = (ref_q[:, ANCHOR], robot_q[:, ANCHOR])
+    cases = [
+        (d_rewards.anchor_pos_exp, h_rewards.anchor_pos_exp, (*a, 0.3),
+         o.gaussian(o.anchor_pos_sq(*a), 0.3)),
+        (d_rewards.anchor_ori_exp, h_rewards.anchor_ori_exp, (*aq, 0.4),
+         o.gaussian(o.anchor_ori_sq(*aq), 0.4)),
+        (d_rewards.body_pos_exp, h_rewards.body_pos_exp, (ref, robot, SUBSET, 0.3),
+         o.gaussian(o.body_pos_sq(ref, robot, SUBSET), 0.3)),
+        (d_rewards.body_ori_exp, h_rewards.body_ori_exp, (ref_q, robot_q, SUBSET, 0.4),
+         o.gaussian(o.body_ori_sq(ref_q, robot_q, SUBSET), 0.4)),
+    ]  # fmt: skip
+    action, last = f32(rng.standard_normal((n, 29))), f32(rng.standard_normal((n, 29)))
+    limits = f32(np.sort(rng.uniform(-1.5, 1.5, (29, 2)), axis=1))
+    cases += [
+        (d_rewards.action_rate_l2, h_rewards.action_rate_l2, (action, last),
+         o.action_rate_l2(action, last)),
+        (d_rewards.joint_limit_violation, h_rewards.joint_limit_violation, (action, limits),
+         o.joint_limit_violation(action, limits)),
+    ]  # fmt: skip
+    for device_kernel, host_kernel, args, expected in cases:
+        got = launch(device_kernel, n, *args, np.full(n, np.nan, np.float32))[-1]
+        assert_allclose(got, expected, **F32)
+        host = np.full(n, np.nan, np.float32)
+        host_kernel(*args, host)
+        assert_allclose(got, host, **TWIN)
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_weighing_and_episode_sums_are_the_host_kernels(n):
+    """Below 8 terms the device's term-order sum is NumPy's pairwise one: bit for bit."""
+    rng = rng_for(n, 304)
+    for k in (3, 7):
+        raw = f32(rng.standard_normal((k, n)))
+        weights = f32(rng.uniform(-10.0, 1.0, k))
+        dt = np.float32(0.02)
+        weighted, reward = np.zeros((n, k), np.float32), np.zeros(n, np.float32)
+        got = launch(d_rewards.weigh_terms, n, raw, weights, float(dt), weighted.copy(),
+                     reward.copy())  # fmt: skip
+        h_rewards.weigh_terms(raw, weights, dt, weighted, reward)
+        assert_array_equal(got[3], weighted)
+        assert_array_equal(got[4], reward)
+        sums = rng.standard_normal((n, k))
+        ret = rng.standard_normal(n)
+        cols = np.zeros((k, n), np.float32)
+        dev = launch(d_rewards.add_episode_sums, n, weighted, float(dt), sums.copy(), ret.copy(),
+                     reward, cols.copy())  # fmt: skip
+        h_rewards.add_episode_sums(weighted, dt, sums, ret, reward, cols)
+        for got_k, want in ((dev[2], sums), (dev[3], ret), (dev[5], cols)):
+            assert_array_equal(got_k, want)
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_termination_kernels_are_the_host_kernels(n):
+    rng = rng_for(n, 305)
+    ref, robot, ref_q, robot_q = _bodies(rng, n, noise=0.3)
+    since = rng.integers(0, 100, n).astype(np.int32)
+    cases = [
+        (d_term.height_error_exceeds, h_term.height_error_exceeds, (ref, robot, SUBSET, 0.25),
+         o.height_error(ref, robot, SUBSET) > 0.25),
+        (d_term.horizontal_error_exceeds, h_term.horizontal_error_exceeds,
+         (ref, robot, SUBSET, 0.3, since, 50),
+         (o.horizontal_error(ref, robot, SUBSET) > 0.3) & (since >= 50)),
+        (d_term.gravity_z_error_exceeds, h_term.gravity_z_error_exceeds,
+         (ref_q[:, ANCHOR], robot_q[:, ANCHOR], 0.8),
+         o.gravity_z_error(ref_q[:, ANCHOR], robot_q[:, ANCHOR]) > 0.8),
+    ]  # fmt: skip
+    for device_kernel, host_kernel, args, expected in cases:
+        got = launch(device_kernel, n, *args, np.zeros(n, bool))[-1]
+        host = np.zeros(n, bool)
+        host_kernel(*args, host)
+        assert_array_equal(got, host)
+        assert_array_equal(got, expected)  # no value lies within float32 rounding of it
+    fired = rng.random((3, n)) < 0.3
+    active = np.array([True, False, True])
+    dev = launch(d_term.any_fired, n, fired.copy(), active, np.zeros(n, bool))
+    host_fired, host = fired.copy(), np.zeros(n, bool)
+    h_term.any_fired(host_fired, active, host)
+    assert_array_equal(dev[0], host_fired)
+    assert_array_equal(dev[2], host)
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_tracking_errors_match_the_oracle_and_the_host_kernel(n):
+    rng = rng_for(n, 306)
+    ref, robot, ref_q, robot_q = _bodies(rng, n, noise=0.1)
+    rel, rel_q = f32(ref + 0.05), perturb_quat(rng, ref_q, 0.3)
+    jp, jv = f32(rng.standard_normal((n, 29))), f32(rng.standard_normal((n, 29)))
+    rjp, rjv = f32(jp + rng.normal(0, 0.1, jp.shape)), f32(jv + rng.normal(0, 1.0, jv.shape))
+    args = (ref, ref_q, rel, rel_q, robot, robot_q, ANCHOR, ROOT, rjp, rjv, jp, jv)
+    sums = rng.standard_normal((n, 8))
+    dev = launch(d_metrics.tracking_errors, n, *args, np.zeros((n, 8), np.float32), sums.copy())
+    expected = o.tracking_errors(*args)
+    assert_allclose(dev[-2], expected, **F32)
+    out, host_sums = np.zeros((n, 8), np.float32), sums.copy()
+    h_metrics.tracking_errors(*args, out, host_sums)
+    assert_allclose(dev[-2], out, **TWIN)
+    assert_allclose(dev[-1], host_sums, rtol=1e-12, atol=2e-6)
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("advance", [False, True])
+def test_reference_step_is_the_host_kernel(n, advance):
+    """Gathering and advancing are exact copies and integer steps; the re-anchored reference
+    agrees with the host kernel to float32 ulps and with the oracle."""
+    rng = rng_for(n, 307)
+    lib = Lib(rng, [5, 1, 9], n_bodies=20)
+    body_ids = np.array([0, 3, 4, 7, 8, 10, 11, 12, 13, 15, 16, 17, 18, 19], np.int64)
+    clip_ids = rng.integers(0, 3, n).astype(np.int32)
+    frames = (rng.random(n) * lib.lengths[clip_ids]).astype(np.int32)
+    robot_pos = f32(rng.uniform(-2.0, 2.0, (n, 3)))
+    robot_quat = o.random_unit_quat(rng, (n,))
+    env_ids = np.flatnonzero(rng.random(n) < 0.7) if n > 1 else np.array([0])
+    nb, nj = body_ids.shape[0], lib.joint_pos.shape[1]
+    shapes = ((n, nb, 3), (n, nb, 4), (n, nb, 3), (n, nb, 3), (n, nj), (n, nj), (n, nb, 3),
+              (n, nb, 4))  # fmt: skip
+    outs = [np.zeros(s, np.float32) for s in shapes]
+    head = (lib.starts, lib.lengths)
+    lib_arrays = (lib.pos, lib.quat, lib.lin_vel, lib.ang_vel, lib.joint_pos, lib.joint_vel)
+    dev = launch(d_command.reference_step, env_ids.shape[0], *head, clip_ids.copy(),
+                 frames.copy(), advance, np.zeros(n, bool), *lib_arrays, body_ids, ANCHOR,
+                 robot_pos, robot_quat, env_ids, *[x.copy() for x in outs])  # fmt: skip
+    h_frames, h_end, h_outs = frames.copy(), np.zeros(n, bool), [x.copy() for x in outs]
+    h_command.reference_step(*head, clip_ids, h_frames, advance, h_end, *lib_arrays, body_ids,
+                             ANCHOR, robot_pos, robot_quat, env_ids, *h_outs)  # fmt: skip
+    assert_array_equal(dev[3], h_frames)
+    assert_array_equal(dev[5], h_end)
+    for got, want in zip(dev[-8:-2], h_outs[:-2], strict=True):
+        assert_array_equal(got, want)
+    assert_allclose(dev[-2], h_outs[-2], **TWIN)
+    assert_allclose(dev[-1], h_outs[-1], **TWIN)
+    rows = env_ids
+    pos, quat, _ = o.reanchor_bodies(dev[-8][rows], dev[-7][rows], ANCHOR, robot_pos[rows],
+                                     robot_quat[rows])  # fmt: skip
+    assert_allclose(dev[-2][rows], pos, rtol=2e-6, atol=2e-6)
+    assert_allclose(dev[-1][rows], quat, rtol=2e-6, atol=2e-6)
+
+
+d_actions = pytest.importorskip("gym_motion.kernels.device.actions")
+d_episode = pytest.importorskip("gym_motion.kernels.device.episode")
+d_reset = pytest.importorskip("gym_motion.kernels.device.reset")
+d_sampling = pytest.importorskip("gym_motion.kernels.device.sampling")
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_joint_targets_are_the_host_kernels(n):
+    from gym_motion.kernels import actions as h_actions
+
+    rng = rng_for(n, 308)
+    scale = f32(rng.uniform(0.07, 0.6, 29))
+    offset = f32(rng.uniform(-1.0, 1.0, (n, 29)))
+    default = f32(rng.uniform(-0.4, 0.7, 29))
+    bias = f32(rng.uniform(-0.01, 0.01, (n, 29)))
+    action, last = f32(rng.standard_normal((n, 29))), f32(rng.standard_normal((n, 29)))
+    actions = f32(rng.standard_normal((n, 29)))
+    held = rng.random(n) < 0.3
+    outs = [action, last, np.zeros((n, 29), np.float32), np.zeros((n, 29), np.float32)]
+    dev = launch(d_actions.joint_targets, n, scale, offset, default, bias,
+                 *[x.copy() for x in outs], actions, held)  # fmt: skip
+    host = [x.copy() for x in outs]
+    assert h_actions.joint_targets(scale, offset, default, bias, *host, actions, held) == 0
+    for got, want in zip(dev[4:8], host, strict=True):
+        assert_allclose(got, want, **TWIN)  # a x + b: Warp may fuse the multiply-add
+    assert_array_equal(dev[4], host[0])  # the actions themselves are copies
+    assert_array_equal(dev[5], host[1])
+    bad = actions.copy()
+    bad[n // 2, 3] = np.nan
+    count = launch(d_actions.count_bad_actions, n, scale, offset, bias, bad,
+                   np.zeros(1, np.int32))[-1]  # fmt: skip
+    host_bad = h_actions.joint_targets(scale, offset, default, bias, *[x.copy() for x in outs],
+                                       bad, held)  # fmt: skip
+    assert count[0] == 1 == host_bad
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_end_step_and_count_down_are_the_host_kernels(n):
+    from gym_motion.kernels import episode as h_episode
+
+    rng = rng_for(n, 309)
+    flags = [rng.random(n) < p for p in (0.2, 0.05)]
+    term_reward = f32(rng.standard_normal(n))
+    past_end, held = rng.random(n) < 0.2, rng.random(n) < 0.1
+    length = rng.integers(0, 500, n).astype(np.int32)
+    offset = rng.integers(0, 5, n).astype(np.int32)
+    outs = [np.zeros(n, bool), np.zeros(n, bool), np.zeros(n, np.float32)] + [
+        np.zeros(n, bool) for _ in range(3)
+    ]
+    dev = launch(d_episode.end_step, n, *flags, term_reward, past_end, held, length.copy(),
+                 offset, 500, *[x.copy() for x in outs], np.zeros(2, np.int32))  # fmt: skip
+    host_length, host = length.copy(), [x.copy() for x in outs]
+    counts = h_episode.end_step(*flags, term_reward, past_end, held, host_length, offset, 500,
+                                *host)  # fmt: skip
+    assert_array_equal(dev[5], host_length)
+    for got, want in zip(dev[8:14], host, strict=True):
+        assert_array_equal(got, want)
+    assert tuple(dev[14]) == tuple(counts)
+    timer = rng.uniform(-0.1, 0.2, n)
+    dev = launch(d_episode.count_down, n, timer.copy(), 0.02, np.zeros(1, np.int32))
+    due = h_episode.count_down(timer, 0.02)
+    assert_array_equal(dev[0], timer)
+    assert dev[2][0] == due
+
+
+@pytest.mark.parametrize("m", SIZES)
+def test_rsi_state_matches_the_oracle_and_the_host_kernel(m):
+    from gym_motion.kernels import reset as h_reset
+
+    from .test_kernel_reset import IDENTITY, NJ, WIDE_POSE, WIDE_VEL, _reference
+
+    rng = rng_for(m, 310)
+    r = _reference(rng, m)
+    frames = np.arange(m)
+    lib = [f32(r[k][:, None]) for k in ("pos", "quat", "lin", "ang")] + [r["jp"], r["jv"]]
+    joint = np.array([-0.1, 0.1])
+    root_q, root_d, joint_q, joint_d, nq, nv = IDENTITY
+    args = (*lib, 0, frames, r["unit"], WIDE_POSE, WIDE_VEL, joint, r["limits"], root_q, root_d,
+            np.asarray(joint_q, np.int64), np.asarray(joint_d, np.int64))  # fmt: skip
+    fargs = [f32(a) if isinstance(a, np.ndarray) and a.dtype == np.float64 else a for a in args]
+    dev = launch(d_reset.rsi_state, m, *fargs, np.full((m, nq), np.nan), np.full((m, nv), np.nan))
+    qpos, qvel = np.full((m, nq), np.nan), np.full((m, nv), np.nan)
+    h_reset.rsi_state(*args, qpos, qvel)
+    root_pos, root_r, lin, ang_b, jp, jv = o.rsi_state(
+        r["pos"], r["quat"], r["lin"], r["ang"], r["jp"], r["jv"], r["unit"], WIDE_POSE,
+        WIDE_VEL, joint, r["limits"],
+    )  # fmt: skip
+    got_q, got_v = dev[-2], dev[-1]
+    # float32 math on the device (the host twin mixes in float64): float32 agreement
+    assert_allclose(got_q[:, :3], root_pos, rtol=2e-6, atol=1e-6)
+    assert_allclose(o.quat_to_rotmat(got_q[:, 3:7]), root_r, rtol=0, atol=1e-6)
+    assert_allclose(got_q[:, 7:], jp, rtol=2e-6, atol=1e-6)
+    assert_allclose(got_v[:, :3], lin, rtol=2e-6, atol=1e-6)
+    assert_allclose(got_v[:, 3:6], ang_b, rtol=2e-6, atol=4e-6)
+    assert_array_equal(got_v[:, 6:], jv)
+    assert_allclose(got_q, qpos, rtol=2e-6, atol=1e-6)
+    assert_allclose(got_v, qvel, rtol=2e-6, atol=4e-6)
+    assert got_q.shape == (m, 7 + NJ)
+
+
+def test_the_adaptive_sampler_kernels_are_the_host_kernels():
+    """The failure EMA bit for bit; the mixture's draws the host's for the same uniforms."""
+    from gym_motion.kernels import sampling as h_sampling
+
+    rng = np.random.default_rng(311)
+    lengths = np.array([120, 40, 301], np.int64)
+    bin_counts = np.array([3, 1, 7], np.int64)
+    bin_starts = np.concatenate([[0], np.cumsum(bin_counts)[:-1]]).astype(np.int64)
+    nbins = int(bin_counts.sum())
+    bin_clip = np.repeat(np.arange(3), bin_counts).astype(np.int64)
+    bin_local = np.concatenate([np.arange(c) for c in bin_counts]).astype(np.int64)
+    ema = rng.random(nbins) * 0.01
+    for _ in range(3):  # steps of the EMA
+        k = 257
+        clip_ids = rng.integers(0, 3, k).astype(np.int32)
+        frames = (rng.random(k) * (lengths[clip_ids] - 1)).astype(np.int32)
+        failed = rng.random(k) < 0.2
+        counts = launch(d_sampling.count_failures, k, clip_ids, frames, failed, bin_starts,
+                        bin_counts, lengths, np.zeros(nbins))[-1]  # fmt: skip
+        dev_ema = launch(d_sampling.fold_counts, nbins, ema.copy(), 1e-3, counts)[0]
+        assert h_sampling.fold_failures(ema, 1e-3, clip_ids, frames, failed, bin_starts,
+                                        bin_counts, lengths, np.zeros(nbins)) == -1  # fmt: skip
+        assert_array_equal(dev_ema, ema)
+    cdf = launch(d_sampling.mixture_cdf, 1, ema, 0.1, np.zeros(nbins))[-1]
+    u_bin, u_frame = rng.random(500), rng.random(500)
+    dev = launch(d_sampling.draw_from_cdf, 500, cdf, u_bin, u_frame, bin_clip, bin_local,
+                 bin_counts, lengths, np.zeros(500, np.int32), np.zeros(500, np.int32))  # fmt: skip
+    clip_out, frame_out = np.zeros(500, np.int32), np.zeros(500, np.int32)
+    h_sampling.draw_adaptive(ema, float(np.sum(ema)), 0.1, u_bin, u_frame, bin_clip, bin_local,
+                             bin_counts, lengths, np.zeros(nbins), clip_out, frame_out)  # fmt: skip
+    assert_array_equal(dev[-2], clip_out)
+    assert_array_equal(dev[-1], frame_out)
+    host_p = np.zeros(nbins)
+    h_sampling.bin_probabilities(ema, float(np.sum(ema)), 0.1, host_p)
+    assert_allclose(np.diff(cdf, prepend=0.0), host_p / host_p.sum(), rtol=1e-12, atol=1e-15)
