@@ -9,6 +9,7 @@ instead of failing later inside a kernel or giving NaN rewards.
 
 from __future__ import annotations
 
+import inspect
 import math
 import numbers
 from typing import Any
@@ -92,22 +93,27 @@ def term_dict(where: str, value: Any, cls: type) -> None:
         raise ValueError(f"{where} must be a dict of name -> {cls.__name__}, got {value!r}")
     for name, term in value.items():
         if not isinstance(name, str) or not isinstance(term, cls):
+            article = "an" if cls.__name__[0] in "AEIOU" else "a"
             raise ValueError(
-                f"{where}[{name!r}] must be a {cls.__name__} under a str name, got "
+                f"{where}[{name!r}] must be {article} {cls.__name__} under a str name, got "
                 f"{type(term).__name__}"
             )
 
 
-def params(where: str, value: Any) -> None:
+def params(where: str, value: Any, func: Any = None, leading: int = 0) -> None:
     """Check a term's keyword arguments: a dict with str keys; a ``"std"`` entry (the kernel
     width of the exp rewards) a finite number > 0; a ``"bodies"`` entry None or a non-empty
-    tuple of names.
+    tuple of names. With `func`, also that `func` takes each key (``"bodies"`` as the
+    ``body_ids`` the managers resolve it to) and gets every argument it needs after its first
+    `leading` ones (those the manager passes).
 
     Raises:
         ValueError: otherwise, naming `where`, the entry and the value.
     """
     if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
         raise ValueError(f"{where} must be a dict of keyword arguments, got {value!r}")
+    if func is not None:
+        _signature_takes(where, value, func, leading)
     if "std" in value:
         real(f"{where}['std']", value["std"], low=0.0, low_open=True)
     bodies = value.get("bodies")
@@ -118,6 +124,26 @@ def params(where: str, value: Any) -> None:
                 f"{where}['bodies'] must be None (all tracked bodies) or a non-empty tuple of "
                 f"body names, got {bodies!r}"
             )
+
+
+def _signature_takes(where: str, value: dict, func: Any, leading: int) -> None:
+    try:
+        parameters = list(inspect.signature(func).parameters.values())
+    except (TypeError, ValueError):  # a builtin or C function: nothing to check against
+        return
+    if any(p.kind is p.VAR_KEYWORD for p in parameters):
+        return
+    rest = [p for p in parameters[leading:] if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    known = {p.name for p in rest}
+    given = {("body_ids" if k == "bodies" and "bodies" not in known else k): k for k in value}
+    name = getattr(func, "__name__", repr(func))
+    unknown = sorted(given[k] for k in given if k not in known)
+    if unknown:
+        raise ValueError(f"{where} has {unknown}, which {name} does not take; it takes "
+                         f"{sorted(known)}")  # fmt: skip
+    missing = [p.name for p in rest if p.default is p.empty and p.name not in given]
+    if missing:
+        raise ValueError(f"{where} lacks {missing}, which {name} needs")
 
 
 def callable_(where: str, value: Any) -> None:

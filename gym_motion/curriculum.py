@@ -50,7 +50,7 @@ class CurriculumTermCfg:
 
     def __post_init__(self) -> None:
         cv.callable_("CurriculumTermCfg.func", self.func)
-        cv.params("CurriculumTermCfg.params", self.params)
+        cv.params("CurriculumTermCfg.params", self.params, self.func, leading=1)
 
 
 @dataclass

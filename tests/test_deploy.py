@@ -569,7 +569,7 @@ def test_a_clipped_and_scaled_term_is_written_to_the_metadata_and_applied_by_the
     meta = deploy_metadata(trained)
     k = list(policy).index("joint_vel")
     assert meta["observation_terms_scale"].split(",")[k] == "0.05"
-    assert meta["observation_terms_clip"].split("],")[k].strip("[]") == "-5.0,5.0"
+    assert meta["observation_terms_clip"].split("],")[k].strip(" []") == "-5.0, 5.0"
     mapping = PolicyMeta.from_mapping(meta, "trained").mapping(base)
     start = sum(t.dim for t in list(policy.values())[:k])
     cols = slice(start, start + policy["joint_vel"].dim)

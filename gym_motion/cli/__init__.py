@@ -48,6 +48,11 @@ SUBCOMMANDS: dict[str, Registrar] = {
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand of ``SUBCOMMANDS``."""
     parser = argparse.ArgumentParser(prog="gym-motion", description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--import", action="append", default=[], metavar="MODULE", dest="imports",
+        help="import MODULE first (repeatable): the module of your own terms, which a run's "
+        "config.json names (e.g. gym-motion --import my_terms eval --model RUN)",
+    )  # fmt: skip
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for register in SUBCOMMANDS.values():
         register(subparsers)
@@ -82,6 +87,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"warning: {gl_error}; training without final_eval.mp4", file=sys.stderr)
         args.no_video = True
     try:
+        for module in args.imports:
+            _import_user_module(module)
         with warnings.catch_warnings():
             if not os.environ.get("GYM_MOTION_DEBUG"):
                 warnings.showwarning = _print_warning
@@ -105,6 +112,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except BrokenPipeError:  # output piped into `head` and the like
         return 0
+
+
+def _import_user_module(module: str) -> None:
+    """Import `module` (``--import``).
+
+    Raises:
+        ValueError: it cannot be imported (the message names it and why).
+    """
+    import importlib
+
+    try:
+        importlib.import_module(module)
+    except ImportError as exc:
+        raise ValueError(f"--import {module}: {exc} (is its folder on PYTHONPATH?)") from None
 
 
 def _print_warning(message, category, filename, lineno, file=None, line=None) -> None:

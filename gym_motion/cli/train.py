@@ -113,7 +113,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--no-state-estimation", action="store_true", help="154-value policy observation"
     )
     task.add_argument(
-        "--obs-noise", nargs="*", default=[], metavar="TERM=HALF_WIDTH", dest="policy_obs_noise",
+        "--obs-noise", nargs="*", action="extend", default=[], metavar="TERM=HALF_WIDTH",
+        dest="policy_obs_noise",
         help="training noise of policy observation terms in place of the task's (uniform "
         "half-widths in the term's units, e.g. anchor_pos=0.05 m; the task's: "
         + ", ".join(f"{n} {t.noise:g}" for n, t in policy_terms(True).items() if t.noise) + ")",
@@ -181,12 +182,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="with --library sb3: ppo (default) or sac (SB3's SAC, --sac settings)",
     )  # fmt: skip
     lib.add_argument(
-        "--ppo", nargs="*", default=[], metavar="KEY=VALUE",
+        "--ppo", nargs="*", action="extend", default=[], metavar="KEY=VALUE",
         help=f"override PPO settings ({', '.join(PPO_DEFAULTS)}; with --library rsl_rl the "
         "keys of gym_motion.training.rsl_rl.config.PPO_DEFAULTS), values as JSON",
     )  # fmt: skip
     lib.add_argument(
-        "--sac", nargs="*", default=[], metavar="KEY=VALUE",
+        "--sac", nargs="*", action="extend", default=[], metavar="KEY=VALUE",
         help=f"override SAC settings ({', '.join(SAC_DEFAULTS)}), values as JSON",
     )  # fmt: skip
     lib.add_argument(
@@ -201,7 +202,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "rank, its own CPU block; rank 0 writes the run; see docs/scaling.md)",
     )  # fmt: skip
     p.add_argument(
-        "--set", nargs="*", default=[], metavar="PATH=VALUE", dest="settings",
+        "--set", nargs="*", action="extend", default=[], metavar="PATH=VALUE", dest="settings",
         help="set any field of the run's config by its dotted path, after the recipe and the "
         "flags, values as JSON: e.g. num_envs=512, env.episode_length_s=5, "
         "env.rewards.action_rate.weight=-0.2, env.observations.policy.joint_vel.scale=0.05, "
@@ -266,20 +267,25 @@ def run_config(args: argparse.Namespace):
         SystemExit: a ``--ppo``, ``--sac`` or ``--obs-noise`` item without ``=``.
     """
     from gym_motion.training.config import RunConfig
-    from gym_motion.training.overrides import parse_setting, with_setting
+    from gym_motion.training.overrides import apply_settings, parse_setting
     from gym_motion.training.recipes import RECIPES
 
     algo = args.algo or RunConfig.algo
     config = RunConfig(library=args.library or RunConfig.library, algo=algo,
                        device=args.device or RunConfig.device,
                        obs_mode="policy" if algo == "sac" else "dict")  # fmt: skip
+    settings = [parse_setting(item) for item in args.settings]
+    # what a recipe reads comes first, so that --set device=cuda chooses its GPU settings
+    first = [s for s in settings if s[0] in _BEFORE_RECIPE]
+    config = apply_settings(config, first)
     if args.recipe is not None:
         config = RECIPES[args.recipe](config)
     config = _task_flags(config, args)
     config = _run_flags(config, args)
-    for item in args.settings:
-        config = with_setting(config, *parse_setting(item))
-    return config
+    return apply_settings(config, [s for s in settings if s[0] not in _BEFORE_RECIPE])
+
+
+_BEFORE_RECIPE = ("device", "library", "algo")
 
 
 def _run_flags(config, args: argparse.Namespace):
@@ -375,7 +381,7 @@ def _task_flags(config, args: argparse.Namespace):
         env = with_anchor_horizontal_termination(env, metres, grace)
     from_steps = args.anchor_horizontal_termination_from
     from_episode_s = args.anchor_horizontal_termination_from_episode_s
-    if from_steps and from_episode_s is not None:
+    if from_steps is not None and from_episode_s is not None:
         raise ValueError(
             "--anchor-horizontal-termination-from (env steps) and "
             "--anchor-horizontal-termination-from-episode-s (training episodes' length) both "
@@ -406,10 +412,18 @@ def resume_config(args: argparse.Namespace):
 
     Raises:
         FileNotFoundError: RUN has no config.json.
-        ValueError: a config.json that gives no task.
+        ValueError: a flag that --resume does not apply (one line naming it), or a config.json
+            that gives no task.
     """
     from gym_motion.training.run_folder import RunFolder
 
+    given = [flag for flag, value in _resume_ignores(args) if value]
+    if given:
+        raise ValueError(
+            f"--resume continues {args.resume} with its own settings; of the flags given only "
+            "--total-steps, --max-minutes, --checkpoint-minutes, --device and --no-video apply, "
+            f"not {', '.join(given)} (start a new run for other settings)"
+        )
     folder = RunFolder(args.resume)
     if not folder.config():
         raise FileNotFoundError(f"{folder.config_path}: no gym-motion train run to resume")
@@ -423,6 +437,19 @@ def resume_config(args: argparse.Namespace):
         video_seconds=0.0 if args.no_video else config.video_seconds,
         device=args.device or config.device,
     )
+
+
+def _resume_ignores(args: argparse.Namespace) -> list[tuple[str, Any]]:
+    """The flags ``--resume`` does not apply, with their values (None, False or [] when not
+    given)."""
+    keep = {"command", "func", "resume", "total_steps", "max_minutes", "checkpoint_minutes",
+            "device", "no_video", "imports"}  # fmt: skip
+    flags = {"policy_obs_noise": "--obs-noise", "settings": "--set"}
+    return [
+        (flags.get(key, "--" + key.replace("_", "-")), value)
+        for key, value in vars(args).items()
+        if key not in keep
+    ]
 
 
 def _given(value: Any, otherwise: Any) -> Any:

@@ -160,7 +160,7 @@ def deploy_metadata(cfg: TrackingEnvCfg) -> dict[str, str]:
         "observation_terms_flatten_history_dim": format_numbers([1.0] * n),
         "observation_terms_history_length": format_numbers([1.0] * n),
         "observation_terms_clip": ",".join(
-            "[-inf, inf]" if t.clip is None else f"[{format_numbers(t.clip)}]"
+            "[-inf, inf]" if t.clip is None else f"[{format_numbers(t.clip).replace(',', ', ')}]"
             for t in terms.values()
         ),
     }

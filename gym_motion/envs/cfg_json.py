@@ -98,7 +98,8 @@ def _resolve(path: Any, kind: str) -> Any:
     if top != "gym_motion" and module not in sys.modules:
         raise ValueError(
             f"config names {path!r} from module {module!r}, which is not imported: import it "
-            "before loading the config (configs do not import code by themselves)"
+            "before loading the config (configs do not import code by themselves; on the "
+            f"command line: gym-motion --import {module} ...)"
         )
     obj: Any = importlib.import_module(module)
     for part in name.split("."):

@@ -109,8 +109,10 @@ class BackendCfg:
     contact_sensor_maxmatch: int | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str):
-            raise ValueError(f"BackendCfg.name must be a backend name, got {self.name!r}")
+        if self.name not in _BACKEND_SETTINGS:
+            raise ValueError(
+                f"BackendCfg.name must be one of {sorted(_BACKEND_SETTINGS)}, got {self.name!r}"
+            )
         if self.cpu_ids is not None:
             cpus = tuple(cv.integer("BackendCfg.cpu_ids[]", c, low=0) for c in self.cpu_ids)
             _set(self, "cpu_ids", cpus)
@@ -132,13 +134,9 @@ class BackendCfg:
         """The backend constructor's keyword arguments for these settings.
 
         Raises:
-            ValueError: an unknown backend name, or a non-default setting that this backend
-                does not take (the message names the backend that does).
+            ValueError: a non-default setting that this backend does not take (the message
+                names the backend that does).
         """
-        if self.name not in _BACKEND_SETTINGS:
-            raise ValueError(
-                f"unknown backend {self.name!r}; valid choices: {sorted(_BACKEND_SETTINGS)}"
-            )
         own = _BACKEND_SETTINGS[self.name]
         default = BackendCfg()
         for f in fields(self):

@@ -66,7 +66,7 @@ class EventTermCfg:
         modes = [m.value for m in EventMode]
         if self.mode not in modes:
             raise ValueError(f"EventTermCfg.mode must be one of {modes}, got {self.mode!r}")
-        cv.params("EventTermCfg.params", self.params)
+        cv.params("EventTermCfg.params", self.params, self.func, leading=3)
         if (self.mode == EventMode.INTERVAL) != (self.interval_s is not None):
             raise ValueError(
                 "EventTermCfg.interval_s is required for interval mode only, got "

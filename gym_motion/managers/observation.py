@@ -128,7 +128,7 @@ class ObsTermCfg:
     Raises:
         ValueError: func not callable, dim not an integer >= 1, noise not a finite number
             >= 0, clip not a (low, high) pair of finite numbers with low <= high, scale not a
-            finite number (named).
+            finite number other than 0 (named).
     """
 
     func: Callable[[MDPState, np.ndarray], None]
@@ -144,7 +144,11 @@ class ObsTermCfg:
         if self.clip is not None:
             object.__setattr__(self, "clip", cv.interval("ObsTermCfg.clip", self.clip))
         if self.scale is not None:
-            object.__setattr__(self, "scale", cv.real("ObsTermCfg.scale", self.scale))
+            scale = cv.real("ObsTermCfg.scale", self.scale)
+            if scale == 0.0:
+                raise ValueError("ObsTermCfg.scale must be a nonzero number (0 erases the term), "
+                                 "got 0")  # fmt: skip
+            object.__setattr__(self, "scale", scale)
 
 
 @dataclass(frozen=True)

@@ -100,7 +100,7 @@ class RewardTermCfg:
     def __post_init__(self) -> None:
         cv.callable_("RewardTermCfg.func", self.func)
         object.__setattr__(self, "weight", cv.real("RewardTermCfg.weight", self.weight))
-        cv.params("RewardTermCfg.params", self.params)
+        cv.params("RewardTermCfg.params", self.params, self.func, leading=2)
 
 
 class RewardManager:

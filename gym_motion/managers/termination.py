@@ -82,7 +82,7 @@ class TerminationTermCfg:
 
     def __post_init__(self) -> None:
         cv.callable_("TerminationTermCfg.func", self.func)
-        cv.params("TerminationTermCfg.params", self.params)
+        cv.params("TerminationTermCfg.params", self.params, self.func, leading=2)
 
 
 class TerminationManager:

@@ -6,6 +6,7 @@ import dataclasses
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from gym_motion import config_values as cv
 from gym_motion.curriculum import (
     CurriculumTermCfg,
     check_curricula,
@@ -170,6 +171,20 @@ class RunConfig:
         if not isinstance(self.env, TrackingEnvCfg):
             raise ValueError(f"RunConfig.env must be a TrackingEnvCfg, got {self.env!r}")
         check_curricula(self.curricula, self.env.terminations, self.env.episode_length_s)
+        cv.integer("RunConfig.num_envs", self.num_envs, low=1)
+        cv.integer("RunConfig.total_steps", self.total_steps, low=1)
+        cv.integer("RunConfig.seed", self.seed)
+        cv.integer("RunConfig.eval_every_steps", self.eval_every_steps, low=0)
+        cv.integer("RunConfig.eval_episodes", self.eval_episodes, low=1)
+        if self.max_minutes is not None:
+            cv.real("RunConfig.max_minutes", self.max_minutes, low=0.0, low_open=True)
+        cv.real("RunConfig.video_seconds", self.video_seconds, low=0.0)
+        if not (isinstance(self.motion, list) and all(isinstance(m, str) for m in self.motion)):
+            raise ValueError(f"RunConfig.motion must be a list of clip paths, got {self.motion!r}")
+        for name in ("ppo", "sac"):
+            if not isinstance(getattr(self, name), dict):
+                raise ValueError(f"RunConfig.{name} must be a dict of settings, got "
+                                 f"{getattr(self, name)!r}")  # fmt: skip
         if not self.checkpoint_minutes >= 0.0:
             raise ValueError(f"checkpoint_minutes must be >= 0, got {self.checkpoint_minutes}")
         if self.obs_mode not in OBS_MODES:

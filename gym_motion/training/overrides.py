@@ -18,22 +18,54 @@ import json
 import typing
 from typing import Any
 
-__all__ = ["parse_setting", "with_setting"]
+__all__ = ["apply_settings", "parse_setting", "with_setting"]
 
 
 def parse_setting(item: str) -> tuple[str, Any]:
-    """``"PATH=VALUE"`` -> (path, value): the value parsed as JSON, else kept as text.
+    """``"PATH=VALUE"`` -> (path, value): the value parsed as JSON, else kept as text (a
+    value that starts like a JSON object, list or string must be valid JSON).
 
     Raises:
-        ValueError: an item without ``=`` or with an empty path.
+        ValueError: an item without ``=``, with an empty path, or with a value that is not
+            valid JSON though it starts like JSON.
     """
     path, sep, text = item.partition("=")
     if not sep or not path:
         raise ValueError(f"expected PATH=VALUE (e.g. env.episode_length_s=5), got {item!r}")
     try:
         return path, json.loads(text)
-    except json.JSONDecodeError:
+    except json.JSONDecodeError as exc:
+        if text.strip()[:1] in ("{", "[", '"'):
+            raise ValueError(
+                f"{path}: {text!r} is not valid JSON ({exc.msg}, column {exc.colno}); e.g. "
+                "'{\"weight\": -0.2}' with double quotes, quoted for the shell"
+            ) from None
         return path, text
+
+
+def apply_settings(obj: Any, settings: list[tuple[str, Any]]) -> Any:
+    """`obj` with each (path, value) of `settings` set (`with_setting`). A setting that a
+    config refuses only because of one not yet made (e.g. a term removed before the
+    curriculum that switches it) is retried after the others, so their order does not
+    matter.
+
+    Raises:
+        ValueError: the first error of a setting that no order makes valid.
+    """
+    pending = list(settings)
+    while pending:
+        failed, first = [], None
+        for path, value in pending:
+            try:
+                obj = with_setting(obj, path, value)
+            except ValueError as exc:
+                failed.append((path, value))
+                first = first or exc
+        if len(failed) == len(pending):
+            assert first is not None
+            raise first
+        pending = failed
+    return obj
 
 
 def with_setting(obj: Any, path: str, value: Any) -> Any:
@@ -43,9 +75,13 @@ def with_setting(obj: Any, path: str, value: Any) -> Any:
     Raises:
         ValueError: a path through a field or key that does not exist (the message names it
             and lists the valid ones), a term function that cannot be imported, or a value
-            the config refuses.
+            the config refuses (the message starts with the path).
     """
-    return _set(obj, path.split("."), value, path, None)
+    try:
+        return _set(obj, path.split("."), value, path, None)
+    except (TypeError, ValueError) as exc:
+        text = str(exc)
+        raise ValueError(text if text.startswith(path) else f"{path}: {text}") from None
 
 
 def _set(obj: Any, parts: list[str], value: Any, path: str, hint: Any) -> Any:

@@ -110,3 +110,83 @@ def test_a_new_recipe_is_a_function_and_a_line_in_recipes(monkeypatch):
     assert (c.env.episode_length_s, c.num_envs, c.total_steps) == (5.0, 64, 26_000_000)
     assert c.curricula["reset_noise"].params == {"steps": 1_000_000}
     assert c.env.action_offset == "reference" and "anchor_horizontal" in c.curricula
+
+
+def test_repeated_list_flags_add_up():
+    c = config("--set", "num_envs=64", "--set", "seed=5", "--ppo", "learning_rate=0.001",
+               "--ppo", "n_steps=16", "--obs-noise", "anchor_pos=0.1", "--obs-noise",
+               "joint_pos=0.2")  # fmt: skip
+    assert (c.num_envs, c.seed, c.ppo) == (64, 5, {"learning_rate": 0.001, "n_steps": 16})
+    policy = c.env.observations["policy"]
+    assert (policy["anchor_pos"].noise, policy["joint_pos"].noise) == (0.1, 0.2)
+
+
+def test_set_mistakes_are_one_line_naming_the_path():
+    cases = {
+        "curricula.reset_noise.params.step=0": r"has \['step'\], which reset_noise_ramp does not",
+        "env.terminations.anchor_height.params.treshold=0.3": r"\['treshold'\], which anchor_h",
+        'curricula.hold={"func": "gym_motion.curriculum:reset_noise_ramp"}': r"lacks \['steps'\]",
+        'env.rewards.action_rate={"weight": -0.2, "foo": 1}': r"^env.rewards.action_rate: .*foo",
+        "env.rewards.action_rate.weight=abc": r"^env.rewards.action_rate.weight: RewardTermCfg.w",
+        "env.rewards.foo={'weight': 1}": r"^env.rewards.foo: .* is not valid JSON",
+        "motion=nope.npz": r"RunConfig.motion must be a list of clip paths",
+        "seed=abc": r"^seed: RunConfig.seed must be an integer",
+        "ppo=null": r"RunConfig.ppo must be a dict",
+        "env.backend.name=foo": r"BackendCfg.name must be one of",
+        "env.observations.policy.joint_vel.scale=0": r"scale must be a nonzero number",
+    }
+    for item, message in cases.items():
+        with pytest.raises(ValueError, match=message):
+            config("--set", item)
+
+
+def test_set_items_in_any_order_and_device_before_the_recipe(monkeypatch):
+    both = ("env.terminations.anchor_horizontal=null", "curricula.anchor_horizontal=null")
+    for items in (both, both[::-1]):
+        c = config("--recipe", "clip", "--set", *items)
+        assert "anchor_horizontal" not in c.env.terminations
+        assert "anchor_horizontal" not in c.curricula
+    monkeypatch.setattr(recipes_module, "on_gpu", lambda device: device != "cpu")
+    assert config("--recipe", "clip", "--set", 'device="cuda"').num_envs == 1024
+    with pytest.raises(ValueError, match="both switch the term on: give one"):
+        config("--recipe", "clip", "--anchor-horizontal-termination-from", "0",
+               "--anchor-horizontal-termination-from-episode-s", "3")  # fmt: skip
+
+
+def test_resume_refuses_the_flags_it_does_not_apply(tmp_path):
+    from gym_motion.cli.train import resume_config
+
+    args = build_parser().parse_args(["train", "--resume", str(tmp_path), "--set", "seed=3",
+                                      "--num-envs", "8", "--total-steps", "100"])  # fmt: skip
+    with pytest.raises(ValueError, match=r"only --total-steps, .* apply, not --num-envs, --set"):
+        resume_config(args)
+
+
+def test_import_makes_a_users_term_module_loadable(tmp_path, monkeypatch, capsys):
+    """A run whose config names a user's term function loads in `eval`, `export` and
+    ``--resume`` once ``gym-motion --import MODULE`` imports it; without, one line says so."""
+    import sys
+
+    from gym_motion.cli import main
+    from gym_motion.training import RunFolder
+
+    (tmp_path / "my_obs_terms.py").write_text(
+        "from gym_motion.managers.observation import anchor_vel_b\n\n\n"
+        "def twist(state, out):\n    anchor_vel_b(state, out)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "my_obs_terms", raising=False)
+    run = str(tmp_path / "run")
+    term = {"func": "my_obs_terms:twist", "dim": 6}
+    assert main(["train", "--total-steps", "32", "--num-envs", "2", "--no-video", "--eval-every",
+                 "0", "--out", run, "--set", "ppo.n_steps=16", "ppo.net_arch=[32,32]",
+                 f"env.observations.policy.twist={json.dumps(term)}"]) == 0  # fmt: skip
+    capsys.readouterr()
+    del sys.modules["my_obs_terms"]  # a new process
+    evaluate = ["eval", "--model", run, "--max-seconds", "0.1"]
+    assert main(evaluate) == 2
+    assert "gym-motion --import my_obs_terms ..." in capsys.readouterr().err
+    assert main(["--import", "no_such_terms", *evaluate]) == 2
+    assert "--import no_such_terms: No module named" in capsys.readouterr().err
+    assert main(["--import", "my_obs_terms", *evaluate]) == 0
+    assert RunFolder(run).env_cfg().observations["policy"]["twist"].dim == 6

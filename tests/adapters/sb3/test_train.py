@@ -83,7 +83,7 @@ def test_train_cli_flags_and_defaults():
         "command": "train", "motion": [], "num_envs": None, "total_steps": None, "resume": None,
         "max_minutes": None, "backend": None, "seed": None, "out": None, "obs_mode": None,
         "no_state_estimation": False, "num_threads": None, "reset_noise_ramp_steps": None,
-        "ppo": [], "settings": [],
+        "ppo": [], "settings": [], "imports": [],
         "eval_every": None, "no_video": False, "library": None, "device": None,
         "distributed": False, "algo": None, "sac": [], "sampling": None,
         "checkpoint_minutes": None, "action_offset": None, "samplers": None, "recipe": None,
