@@ -214,6 +214,8 @@ class ObservationManager:
         # per group: the clip and scale of its terms that have them, in order
         self._post: dict[str, tuple[Callable[[], object], ...]] = {}
         self.term_slices: dict[str, dict[str, slice]] = {}
+        # per group: (low, high) (D,) float32 bounds of each column: its term's clip x scale
+        self._bounds: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         for group, terms in groups.items():
             dim = sum(t.dim for t in terms.values())
             self.buffers[group] = np.zeros((n, dim), np.float32)
@@ -236,6 +238,13 @@ class ObservationManager:
                     post.append(partial(np.multiply, view, np.float32(t.scale), out=view))
                 start += t.dim
             self._post[group] = tuple(post)
+            low, high = np.full(dim, -np.inf, np.float32), np.full(dim, np.inf, np.float32)
+            for name, t in terms.items():
+                if t.clip is not None:
+                    sl = self.term_slices[group][name]
+                    ends = np.float32(t.clip) * np.float32(1.0 if t.scale is None else t.scale)
+                    low[sl], high[sl] = ends.min(), ends.max()
+            self._bounds[group] = (low, high)
             self._terms[group] = builds_of(bound)[serial]
             self._noise[group] = None
             if noisy:
@@ -269,11 +278,13 @@ class ObservationManager:
 
     def space(self, obs_mode: str) -> gym.spaces.Space:
         """The single-env observation space: ``Box(D_policy,)`` float32 for "policy", a Dict of
-        every group's Box for "dict"."""
+        every group's Box for "dict"; unbounded but for the columns of clipped terms (their
+        clip times their scale)."""
 
-        def box(buf: np.ndarray) -> gym.spaces.Box:
-            return gym.spaces.Box(-np.inf, np.inf, (buf.shape[1],), np.float32)
+        def box(group: str) -> gym.spaces.Box:
+            low, high = self._bounds[group]
+            return gym.spaces.Box(low.copy(), high.copy(), dtype=np.float32)
 
         if obs_mode == "dict":
-            return gym.spaces.Dict({g: box(b) for g, b in self.buffers.items()})
-        return box(self.buffers["policy"])
+            return gym.spaces.Dict({g: box(g) for g in self.buffers})
+        return box("policy")

@@ -554,6 +554,11 @@ def test_clip_and_scale_of_an_observation_term_follow_its_noise():
         np.testing.assert_array_equal(o[:, cols], want)
         assert np.abs(p[:, cols]).max() > 0.3  # the clip bites
         np.testing.assert_array_equal(np.delete(o, np.r_[cols], 1), np.delete(p, np.r_[cols], 1))
+    space = env.single_observation_space  # clipped columns: clip x scale
+    np.testing.assert_array_equal(space.low[cols], np.float32(-0.15))
+    np.testing.assert_array_equal(space.high[cols], np.float32(0.1))
+    assert np.isinf(np.delete(space.low, np.r_[cols])).all()
+    assert all(space.contains(row) for row in o)
     env.close()
     plain.close()
     with pytest.raises(ValueError, match=r"ObsTermCfg.clip must have low <= high"):
