@@ -298,7 +298,7 @@ def test_the_anchor_velocity_term_is_refused_by_an_env_without_it():
     assert with_vel.needs_anchor_velocity() and with_vel.needs_state_estimation()
     assert with_vel.mapping(cfg).obs_dim == 166
     with pytest.raises(ValueError, match=r"observes 'anchor_vel', which G1 does not .*"
-                       r"anchor_velocity_obs=True"):  # fmt: skip
+                       r"with_anchor_velocity\(cfg\)"):  # fmt: skip
         with_vel.mapping(eval_cfg(), "G1")
 
 

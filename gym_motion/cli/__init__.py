@@ -70,7 +70,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     # MuJoCo picks its OpenGL platform from MUJOCO_GL once, when first imported (the parser's
     # help texts import it): only the commands that render offscreen choose one first
     # (gym_motion.gl); the others never load OpenGL
-    command = next((a for a in argv if not a.startswith("-")), None)
+    skip = {i + 1 for i, a in enumerate(argv) if a == "--import"}  # its MODULE argument
+    command = next((a for i, a in enumerate(argv) if not a.startswith("-") and i not in skip),
+                   None)  # fmt: skip
     gl_error = None
     if command == "render" or (command == "train" and "--no-video" not in argv):
         from gym_motion.gl import GLUnavailable, choose_for_rendering

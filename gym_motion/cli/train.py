@@ -272,12 +272,13 @@ def run_config(args: argparse.Namespace):
 
     algo = args.algo or RunConfig.algo
     config = RunConfig(library=args.library or RunConfig.library, algo=algo,
-                       device=args.device or RunConfig.device,
-                       obs_mode="policy" if algo == "sac" else "dict")  # fmt: skip
+                       device=args.device or RunConfig.device)  # fmt: skip
     settings = [parse_setting(item) for item in args.settings]
     # what a recipe reads comes first, so that --set device=cuda chooses its GPU settings
     first = [s for s in settings if s[0] in _BEFORE_RECIPE]
     config = apply_settings(config, first)
+    # PPO trains an asymmetric actor-critic by default; SAC reads the policy group only
+    config = replace(config, obs_mode="policy" if config.algo == "sac" else "dict")
     if args.recipe is not None:
         config = RECIPES[args.recipe](config)
     config = _task_flags(config, args)
@@ -417,7 +418,8 @@ def resume_config(args: argparse.Namespace):
     """
     from gym_motion.training.run_folder import RunFolder
 
-    given = [flag for flag, value in _resume_ignores(args) if value]
+    # 0 is a value given (--seed 0); None, False and [] are flags left out
+    given = [f for f, v in _resume_ignores(args) if not (v is None or v is False or v == [])]
     if given:
         raise ValueError(
             f"--resume continues {args.resume} with its own settings; of the flags given only "

@@ -135,8 +135,9 @@ def deploy_metadata(cfg: TrackingEnvCfg) -> dict[str, str]:
     Every value comes from the config: the robot's joint order, gains (kp, kd), default pose,
     action scale, anchor and tracked bodies, and the policy observation group's terms (their
     deploy names, `DEPLOY_OBS_NAMES`). ``command_names`` is ``"motion"``, the task's one
-    command. The per-term keys (`OBSERVATION_TERM_KEYS`) say the env's own processing: scale
-    1, history of 1 frame (flattened), no clip (``[-inf, inf]``, as mjlab writes it).
+    command. The per-term keys (`OBSERVATION_TERM_KEYS`) say the env's own processing: each
+    term's scale (1 when it has none) and clip (``[-inf, inf]`` when none, as mjlab writes
+    it), history of 1 frame (flattened).
 
     Returns:
         key -> value, all strings (numbers by `format_numbers`).
@@ -581,7 +582,7 @@ class PolicyMapping:
                 if _term_key(name, ANCHOR_VELOCITY_TERM) is not None:
                     raise ValueError(
                         f"{src}: the policy observes {name!r}, which {env_name} does not "
-                        "provide (it needs TrackingEnvCfg(anchor_velocity_obs=True))"
+                        "provide (it needs with_anchor_velocity(cfg))"
                     )
                 if _term_key(name, all_terms) is not None:
                     raise ValueError(

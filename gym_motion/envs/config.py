@@ -598,7 +598,16 @@ def _legacy_init(init: Callable[..., None]) -> Callable[..., None]:
         if anchor_velocity_obs is not None:
             groups = _anchor_velocity(groups, anchor_velocity_obs)
         if policy_obs_noise:
-            groups = _noise(groups, policy_obs_noise, "policy", "TrackingEnvCfg.policy_obs_noise")
+            # as before groups: an override of a term the task may hold is checked, and
+            # applied only if the policy group holds it (state estimation, anchor_vel)
+            where = "TrackingEnvCfg.policy_obs_noise"
+            possible = policy_terms(True, self.robot) | ANCHOR_VELOCITY_TERM
+            unknown = sorted(set(policy_obs_noise) - set(possible))
+            if unknown:
+                raise ValueError(f"{where}: the policy observation has no term {unknown[0]!r}; "
+                                 f"it has {sorted(possible)}")  # fmt: skip
+            held = {k: w for k, w in policy_obs_noise.items() if k in groups["policy"]}
+            groups = _noise(groups, held, "policy", where)
         _set(self, "observations", groups)
 
     return wrapped

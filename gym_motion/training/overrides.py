@@ -77,6 +77,12 @@ def with_setting(obj: Any, path: str, value: Any) -> Any:
             and lists the valid ones), a term function that cannot be imported, or a value
             the config refuses (the message starts with the path).
     """
+    if path.startswith("env.robot.") and path != "env.robot.mjcf_path":
+        raise ValueError(
+            f"{path}: config.json records the robot by name and MJCF only, so a run could not "
+            "be evaluated or resumed with it; set env.robot.mjcf_path, or add a RobotSpec "
+            "(docs/architecture.md, 'A robot')"
+        )
     try:
         return _set(obj, path.split("."), value, path, None)
     except (TypeError, ValueError) as exc:

@@ -531,6 +531,9 @@ def test_run_folders_written_before_observation_groups_load_their_observations()
     assert cfg == want
     assert [sum(t.dim for t in g.values()) for g in cfg.observations.values()] == [160, 292]
     assert cfg.state_estimation is False and cfg.anchor_velocity_obs is True
+    # an override of a term the legacy flags leave out is kept unapplied, as it was
+    old = {**text, "policy_obs_noise": {"anchor_pos": 0.01, "anchor_vel": 0.1}}
+    assert TrackingEnvCfg.from_json(json.dumps(old)) == want
     # and back: the groups the old defaults gave, in the task's order
     again = TrackingEnvCfg(state_estimation=True, anchor_velocity_obs=False,
                            observations=cfg.observations)  # fmt: skip

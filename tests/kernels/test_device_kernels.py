@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import warp as wp
 from numpy.testing import assert_allclose, assert_array_equal
 
 from gym_motion.kernels import command as h_command
@@ -12,17 +13,19 @@ from gym_motion.kernels import metrics as h_metrics
 from gym_motion.kernels import observations as h_obs
 from gym_motion.kernels import rewards as h_rewards
 from gym_motion.kernels import terminations as h_term
+from gym_motion.kernels.device import actions as d_actions
+from gym_motion.kernels.device import command as d_command
+from gym_motion.kernels.device import episode as d_episode
+from gym_motion.kernels.device import metrics as d_metrics
+from gym_motion.kernels.device import observations as d_obs
+from gym_motion.kernels.device import reset as d_reset
+from gym_motion.kernels.device import rewards as d_rewards
+from gym_motion.kernels.device import sampling as d_sampling
+from gym_motion.kernels.device import terminations as d_term
 
 from . import oracle as o
 from .checks import ANCHOR, F32, N_BODIES, ROOT, SIZES, SUBSET, f32, perturb_quat, rng_for
 from .test_kernel_command import Lib
-
-wp = pytest.importorskip("warp")
-d_obs = pytest.importorskip("gym_motion.kernels.device.observations")
-d_rewards = pytest.importorskip("gym_motion.kernels.device.rewards")
-d_term = pytest.importorskip("gym_motion.kernels.device.terminations")
-d_metrics = pytest.importorskip("gym_motion.kernels.device.metrics")
-d_command = pytest.importorskip("gym_motion.kernels.device.command")
 
 # Warp and Numba compile the same float32 operations with different compilers: agreement to
 # a few ulps of the values' scale, not bit for bit.
@@ -93,7 +96,7 @@ def test_uniform_noise_is_the_host_kernels_to_float32_rounding(n):
                  c.width)[0]  # fmt: skip
     host = obs.copy()
     h_obs.add_uniform_noise(host, unit, c.column, c.scale, c.offset, c.width)
-    assert_allclose(got, host, **TWIN)  # x + (2u - 1) s: Warp may fuse the multiply-add
+    assert_allclose(got, host, **TWIN)  # the host computes (2u - 1) s in float64
 
 
 @pytest.mark.parametrize("n", SIZES)
@@ -236,12 +239,6 @@ def test_reference_step_is_the_host_kernel(n, advance):
                                      robot_quat[rows])  # fmt: skip
     assert_allclose(dev[-2][rows], pos, rtol=2e-6, atol=2e-6)
     assert_allclose(dev[-1][rows], quat, rtol=2e-6, atol=2e-6)
-
-
-d_actions = pytest.importorskip("gym_motion.kernels.device.actions")
-d_episode = pytest.importorskip("gym_motion.kernels.device.episode")
-d_reset = pytest.importorskip("gym_motion.kernels.device.reset")
-d_sampling = pytest.importorskip("gym_motion.kernels.device.sampling")
 
 
 @pytest.mark.parametrize("n", SIZES)

@@ -63,9 +63,10 @@ def test_a_new_observation_term_is_one_set_item():
     assert "anchor_vel" not in c.env.observations["critic"]
     want = with_anchor_velocity(RunConfig().env).observations["policy"]
     assert c.env.observations["policy"] == want
-    a, b = TrackingVecEnv(4, cfg=eval_cfg(c.env)), TrackingVecEnv(4, cfg=eval_cfg(
-        replace(c.env, observations={**c.env.observations, "policy": want})))  # fmt: skip
-    np.testing.assert_array_equal(a.reset(seed=1)[0], b.reset(seed=1)[0])
+    # its values: the critic's anchor_vel columns of the task's own term, computed apart
+    a = TrackingVecEnv(4, cfg=eval_cfg(c.env))
+    b = TrackingVecEnv(4, cfg=eval_cfg(with_anchor_velocity(RunConfig().env)), obs_mode="dict")
+    np.testing.assert_array_equal(a.reset(seed=1)[0][:, -6:], b.reset(seed=1)[0]["critic"][:, -6:])
     assert a.single_observation_space.shape == (166,)
     with pytest.raises(ValueError, match="a new term needs its function"):
         config("--set", 'env.observations.policy.twist={"dim": 6}')
@@ -148,6 +149,9 @@ def test_set_items_in_any_order_and_device_before_the_recipe(monkeypatch):
         assert "anchor_horizontal" not in c.curricula
     monkeypatch.setattr(recipes_module, "on_gpu", lambda device: device != "cpu")
     assert config("--recipe", "clip", "--set", 'device="cuda"').num_envs == 1024
+    assert config("--set", 'algo="sac"').obs_mode == "policy"  # as --algo sac
+    with pytest.raises(ValueError, match="records the robot by name and MJCF only"):
+        config("--set", 'env.robot.anchor_body="pelvis"')
     with pytest.raises(ValueError, match="both switch the term on: give one"):
         config("--recipe", "clip", "--anchor-horizontal-termination-from", "0",
                "--anchor-horizontal-termination-from-episode-s", "3")  # fmt: skip
@@ -158,6 +162,9 @@ def test_resume_refuses_the_flags_it_does_not_apply(tmp_path):
 
     args = build_parser().parse_args(["train", "--resume", str(tmp_path), "--set", "seed=3",
                                       "--num-envs", "8", "--total-steps", "100"])  # fmt: skip
+    zero = build_parser().parse_args(["train", "--resume", str(tmp_path), "--seed", "0"])
+    with pytest.raises(ValueError, match=r"not --seed"):
+        resume_config(zero)
     with pytest.raises(ValueError, match=r"only --total-steps, .* apply, not --num-envs, --set"):
         resume_config(args)
 
