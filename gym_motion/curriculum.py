@@ -69,7 +69,8 @@ class CurriculumState:
     switched_on: dict[str, int]
     mean_episode_s: Callable[[], float | None] = lambda: None
     """The training episodes' mean length, s, over the last rollouts (`Progress`), or None
-    when there are too few yet or no new rollout was logged."""
+    when there are too few yet or no new rollout was logged. In a distributed run it is
+    reduced over the ranks when first called: a term must call it on every rank or on none."""
     reset_noise_scale: float = 1.0
     inactive_terminations: list[str] = field(default_factory=list)
 

@@ -301,7 +301,8 @@ def policy_terms(state_estimation: bool = True, robot: RobotSpec = G1) -> dict[s
         "last_action": ObsTermCfg(obs.last_action, j),
     }
     if not state_estimation:
-        del terms["anchor_pos"], terms["base_lin_vel"]
+        for name in STATE_ESTIMATION_TERMS:
+            del terms[name]
     return terms
 
 

@@ -58,7 +58,8 @@ class Progress:
             rollout after which it was (kept across resumes).
         episode_window_steps: the env steps of rollouts whose mean ``episode/length`` is the
             curricula's `CurriculumState.mean_episode_s` (500 k: about 80 rollouts of 256 envs,
-            so one lucky rollout does not switch a term on); None before that many steps.
+            so one lucky rollout does not switch a term on); the mean is None before that many
+            steps.
     """
 
     episode_window_steps: int = 500_000
