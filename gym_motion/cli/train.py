@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import signal
 import threading
 from collections.abc import Iterator
@@ -234,20 +233,21 @@ def _first_sentence(doc: str | None) -> str:
 
 
 def parse_overrides(items: list[str], flag: str = "--ppo") -> dict[str, Any]:
-    """``--ppo KEY=VALUE ...`` -> ``{KEY: value}``, values parsed as JSON (else kept as text).
+    """``--ppo KEY=VALUE ...`` -> ``{KEY: value}``, values parsed as in ``--set``
+    (`parse_setting`: JSON, else text).
 
     Raises:
-        SystemExit: an item without ``=``.
+        SystemExit: an item without ``=``, or a value that starts like JSON but is not.
     """
+    from gym_motion.training.overrides import parse_setting
+
     out = {}
     for item in items:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise SystemExit(f"gym-motion train: {flag} expects KEY=VALUE, got {item!r}")
         try:
-            out[key] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key] = value
+            key, value = parse_setting(item)
+        except ValueError as exc:
+            raise SystemExit(f"gym-motion train: {flag}: {exc}") from None
+        out[key] = value
     return out
 
 

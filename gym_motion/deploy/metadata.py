@@ -143,7 +143,7 @@ def deploy_metadata(cfg: TrackingEnvCfg) -> dict[str, str]:
         key -> value, all strings (numbers by `format_numbers`).
     """
     robot = cfg.robot
-    terms = cfg.observation_groups()["policy"]
+    terms = cfg.observations["policy"]
     n = len(terms)
     return {
         "joint_names": ",".join(robot.joint_names),
@@ -559,7 +559,7 @@ class PolicyMapping:
         self._pol_def = self.default_joint_pos.astype(np.float32)
         self._pol_scale = self.action_scale.astype(np.float32)
 
-        env_terms = cfg.observation_groups()["policy"]
+        env_terms = cfg.observations["policy"]
         processed = [k for k, t in env_terms.items() if t.clip is not None or t.scale is not None]
         if processed:
             raise ValueError(

@@ -271,10 +271,8 @@ class OnnxPolicy:
         Raises:
             ValueError: the policy cannot be mapped onto `env` (see `mapping`).
         """
-        name = env_name or (
-            f"the env ({env.cfg.robot.name}, "
-            f"{'with' if env.cfg.state_estimation else 'without'} state estimation)"
-        )
+        width = sum(t.dim for t in env.cfg.observations["policy"].values())
+        name = env_name or f"the env ({env.cfg.robot.name}, {width}-value policy observation)"
         m = self.mapping(env.cfg, name)
         self.size_for(env.num_envs)
         command = env.command

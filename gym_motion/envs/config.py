@@ -537,10 +537,6 @@ class TrackingEnvCfg:
             cfg = replace(cfg, backend=cfg.backend.updated(backend, **(backend_kwargs or {})))
         return cfg
 
-    def observation_groups(self) -> ObsGroups:
-        """The observation groups (`observations`)."""
-        return self.observations
-
     def to_json(self) -> str:
         """This config as JSON (functions by import path, the robot by name and MJCF)."""
         from gym_motion.envs.cfg_json import dumps

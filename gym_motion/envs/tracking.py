@@ -133,9 +133,7 @@ def build_parts(
         rewards=RewardManager(cfg.rewards, state, dt, serial=serial),
         terminations=TerminationManager(cfg.terminations, state, serial=serial),
         events=EventManager(cfg.events, ctx, dt, serial=serial),
-        observations=ObservationManager(
-            cfg.observation_groups(), state, cfg.obs_noise, serial=serial
-        ),
+        observations=ObservationManager(cfg.observations, state, cfg.obs_noise, serial=serial),
     )
 
 

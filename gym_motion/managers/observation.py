@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
+from functools import partial, wraps
 
 import gymnasium as gym
 import numpy as np
@@ -24,7 +24,33 @@ from gym_motion.managers.state import MDPState
 from gym_motion.managers.terms import bind_term, bound_term
 
 
-@bound_term
+def _joints(s: MDPState) -> int:
+    return s.robot.joint_pos.shape[1]
+
+
+def _term(width: Callable[[MDPState], int]) -> Callable[..., Callable[..., None]]:
+    """`bound_term` whose binder first checks that `out` is `width(state)` columns wide: the
+    kernels write by the robot's joint and body counts, so a narrower buffer would be
+    overrun."""
+
+    def decorate(binder: Callable[..., Callable[[], None]]) -> Callable[..., None]:
+        @wraps(binder)
+        def checked(s: MDPState, out: np.ndarray, **params: object) -> Callable[[], None]:
+            want = width(s)
+            if out.shape[1] != want:
+                raise ValueError(
+                    f"writes {want} values per env for this robot ({_joints(s)} joints, "
+                    f"{s.robot.pos_w.shape[1]} tracked bodies), but its ObsTermCfg.dim is "
+                    f"{out.shape[1]}; build the task with TrackingEnvCfg.for_robot(robot)"
+                )
+            return binder(s, out, **params)
+
+        return bound_term(checked)
+
+    return decorate
+
+
+@_term(width=lambda s: 2 * s.ref.joint_pos.shape[1])
 def command(s: MDPState, out: np.ndarray) -> Callable[[], None]:
     """Reference joint positions and velocities (2J), rad and rad/s."""
     j = s.ref.joint_pos.shape[1]
@@ -37,7 +63,7 @@ def command(s: MDPState, out: np.ndarray) -> Callable[[], None]:
     return evaluate
 
 
-@bound_term
+@_term(width=lambda s: 3)
 def anchor_pos_b(s: MDPState, out: np.ndarray) -> Callable[[], None]:
     """Reference anchor position in the robot anchor frame (3), m."""
     a, r = s.anchor, s.robot
@@ -45,14 +71,14 @@ def anchor_pos_b(s: MDPState, out: np.ndarray) -> Callable[[], None]:
     return partial(k.pos_in_frame, r.pos_w[:, a], r.quat_w[:, a], ref, out)
 
 
-@bound_term
+@_term(width=lambda s: 6)
 def anchor_ori_b(s: MDPState, out: np.ndarray) -> Callable[[], None]:
     """Reference anchor orientation relative to the robot anchor, 6-D (6)."""
     a = s.anchor
     return partial(k.ori_in_frame_6d, s.robot.quat_w[:, a], s.ref.quat_w[:, a : a + 1], out)
 
 
-@bound_term
+@_term(width=lambda s: 6)
 def anchor_vel_b(s: MDPState, out: np.ndarray) -> Callable[[], None]:
     """Reference anchor linear (m/s) then angular (rad/s) velocity in the robot anchor frame
     (6): the clip's speed and turn rate, which the anchor position error alone does not give
@@ -62,21 +88,21 @@ def anchor_vel_b(s: MDPState, out: np.ndarray) -> Callable[[], None]:
                    out)  # fmt: skip
 
 
-@bound_term
+@_term(width=lambda s: 3)
 def base_lin_vel(s: MDPState, out: np.ndarray) -> Callable[[], None]:
     """Root linear velocity in the root frame (3), m/s."""
     r, b = s.robot, s.root
     return partial(k.vec_in_frame, r.quat_w[:, b], r.lin_vel_w[:, b : b + 1], out)
 
 
-@bound_term
+@_term(width=lambda s: 3)
 def base_ang_vel(s: MDPState, out: np.ndarray) -> Callable[[], None]:
     """Root angular velocity in the root frame (3), rad/s."""
     r, b = s.robot, s.root
     return partial(k.vec_in_frame, r.quat_w[:, b], r.ang_vel_w[:, b : b + 1], out)
 
 
-@bound_term
+@_term(width=_joints)
 def joint_pos(s: MDPState, out: np.ndarray) -> Callable[[], None]:
     """Measured joint positions minus the default pose (J), rad, with encoder bias."""
 
@@ -87,27 +113,27 @@ def joint_pos(s: MDPState, out: np.ndarray) -> Callable[[], None]:
     return evaluate
 
 
-@bound_term
+@_term(width=_joints)
 def joint_vel(s: MDPState, out: np.ndarray) -> Callable[[], None]:
     """Joint velocities (J), rad/s."""
     return partial(np.copyto, out, s.robot.joint_vel)
 
 
-@bound_term
+@_term(width=_joints)
 def last_action(s: MDPState, out: np.ndarray) -> Callable[[], None]:
     """The action of the last step (J), in BeyondMimic's convention (`MDPState.action_obs`:
     the policy's own action unless actions are residual)."""
     return partial(np.copyto, out, s.action_obs)
 
 
-@bound_term
+@_term(width=lambda s: 3 * s.robot.pos_w.shape[1])
 def body_pos_b(s: MDPState, out: np.ndarray) -> Callable[[], None]:
     """Robot tracked-body positions in the robot anchor frame (3B), m."""
     r, a = s.robot, s.anchor
     return partial(k.pos_in_frame, r.pos_w[:, a], r.quat_w[:, a], r.pos_w, out)
 
 
-@bound_term
+@_term(width=lambda s: 6 * s.robot.quat_w.shape[1])
 def body_ori_b(s: MDPState, out: np.ndarray) -> Callable[[], None]:
     """Robot tracked-body orientations in the robot anchor frame, 6-D each (6B)."""
     r, a = s.robot, s.anchor
@@ -227,7 +253,10 @@ class ObservationManager:
             for name, t in terms.items():
                 sl = slice(start, start + t.dim)
                 view = self.buffers[group][:, sl]
-                bound.append(bind_term(t.func, state, view, {}))
+                try:
+                    bound.append(bind_term(t.func, state, view, {}))
+                except ValueError as e:
+                    raise ValueError(f"observation term {group}/{name}: {e}") from None
                 self.term_slices[group][name] = sl
                 if noise and t.noise:
                     noisy.append((sl, t.noise))

@@ -86,7 +86,7 @@ def export_run(
     library = folder.library()
     cfg = folder.env_cfg()
     module, dim, num_actions = folder.actor_module()
-    expected = sum(t.dim for t in cfg.observation_groups()["policy"].values())
+    expected = sum(t.dim for t in cfg.observations["policy"].values())
     if dim != expected:
         raise ValueError(
             f"{run}: the actor reads {dim} values, the run's config gives a {expected}-value "
@@ -213,7 +213,7 @@ def _fold_reference(module, cfg):
     from gym_motion.managers.observation import command
 
     start = 0
-    for term in cfg.observation_groups()["policy"].values():
+    for term in cfg.observations["policy"].values():
         if term.func is command:
             break
         start += term.dim

@@ -121,11 +121,14 @@ def _set(obj: Any, parts: list[str], value: Any, path: str, hint: Any) -> Any:
 
 def _value(template: Any, value: Any, path: str, hint: Any) -> Any:
     """`value` in the form of `template`, the value it replaces: the config dataclass with the
-    fields of a JSON object changed, a tuple from a JSON list, else `value` as it is."""
+    fields of a JSON object changed, a tuple from a JSON list, a whole float such as ``1e6`` as
+    an int where the field is an int, else `value` as it is."""
     if dataclasses.is_dataclass(template) and isinstance(value, dict):
         return dataclasses.replace(template, **_fields(value, path))
     if isinstance(template, tuple) and isinstance(value, list):
         return _plain(value)
+    if hint is int and isinstance(value, float) and value.is_integer():
+        return int(value)  # e.g. total_steps=1e6
     if isinstance(template, dict) and isinstance(value, dict) and value:
         out: dict[str, Any] = {}
         for key, entry in value.items():  # e.g. a whole term dict: each entry built as new

@@ -212,15 +212,14 @@ class RunFolder:
         if has_config:
             trained = self.env_cfg()
             if policy == "model" and cfg is not None:
-                for key in ("state_estimation", "anchor_velocity_obs"):
-                    own, asked = getattr(trained, key), getattr(cfg, key)
-                    if own != asked:
-                        size = sum(t.dim for t in trained.observation_groups()["policy"].values())
-                        raise ValueError(
-                            f"the run {self.path} was trained with {key}={own} ({size}-value "
-                            f"policy observation) but {key}={asked} was asked (e.g. by "
-                            "--env-id); leave it out to use the run's"
-                        )
+                own, asked = _policy_layout(trained), _policy_layout(cfg)
+                if own != asked:
+                    raise ValueError(
+                        f"the run {self.path} was trained on a {sum(own.values())}-value policy "
+                        f"observation ({', '.join(own)}) but the env asked for (e.g. by "
+                        f"--env-id) has {sum(asked.values())} values ({', '.join(asked)}); "
+                        "leave it out to use the run's"
+                    )
             cfg = cfg or trained
         clips = list(clips or self.motions())
         if not clips:
@@ -380,3 +379,8 @@ def _env_cfg(config: dict[str, Any], source: str) -> TrackingEnvCfg:
                 "the run was trained with another robot definition"
             )
     return TrackingEnvCfg.for_robot(robot, state_estimation=bool(env.get("state_estimation", True)))
+
+
+def _policy_layout(cfg: TrackingEnvCfg) -> dict[str, int]:
+    """The policy group's term names and widths, in order."""
+    return {name: t.dim for name, t in cfg.observations["policy"].items()}

@@ -42,7 +42,7 @@ def test_bound_builtin_terms_equal_their_direct_calls():
         assert out.tobytes() == env.terminations.fired[t].tobytes()
         assert out.any() and not out.all()
     buffers = env.observations.compute(env._rng)
-    for group, terms in cfg.observation_groups().items():
+    for group, terms in cfg.observations.items():
         for name, term in terms.items():
             sl = env.observations.term_slices[group][name]
             out = np.full((env.num_envs, term.dim), np.nan, np.float32)

@@ -490,7 +490,7 @@ def test_cpu_ids_give_the_process_its_cpus_back_on_close():
 def test_policy_obs_noise_sets_the_half_width_of_a_terms_training_noise():
     """The override is the noise the policy observation gets: anchor_pos within +-0.01 m of
     the noise-free value (the task's 0.25 m otherwise), other terms at the task's widths."""
-    groups = TrackingEnvCfg().observation_groups()["policy"]
+    groups = TrackingEnvCfg().observations["policy"]
     start = dict(zip(groups, np.cumsum([0] + [t.dim for t in groups.values()])[:-1], strict=True))
     pos = slice(start["anchor_pos"], start["anchor_pos"] + 3)
     vel = slice(start["joint_vel"], start["joint_vel"] + groups["joint_vel"].dim)
@@ -570,6 +570,23 @@ def test_clip_and_scale_of_an_observation_term_follow_its_noise():
         replace(policy["joint_vel"], scale=float("nan"))
 
 
+@pytest.mark.parametrize(("term", "dim"), [("joint_pos", 23), ("command", 29)])
+def test_a_built_in_term_of_the_wrong_width_is_refused_by_name(term, dim):
+    """A built-in term whose dim is not its width for the robot (another robot's layout, say
+    G1's 29 joints on a 23-joint robot) is refused at build, naming the group and term,
+    before a kernel can write past its columns."""
+    base = TrackingEnvCfg()
+    policy = dict(base.observations["policy"])
+    policy[term] = replace(policy[term], dim=dim)
+    cfg = replace(base, observations={**base.observations, "policy": policy})
+    with pytest.raises(
+        ValueError,
+        match=rf"observation term policy/{term}: writes \d+ values "
+        r"per env for this robot \(29 joints.*ObsTermCfg.dim is " + str(dim),
+    ):
+        make(4, cfg=cfg)
+
+
 def test_anchor_velocity_obs_appends_the_reference_anchor_twist_to_both_groups():
     """``anchor_velocity_obs``: 6 more values at the end of the policy and critic groups, the
     reference anchor's linear and angular velocity rotated into the robot anchor frame; the
@@ -604,8 +621,8 @@ def test_anchor_velocity_obs_appends_the_reference_anchor_twist_to_both_groups()
         TrackingEnvCfg(anchor_velocity_obs=1)
     # its training noise can be set like any policy term's
     noisy = with_obs_noise(with_anchor_velocity(TrackingEnvCfg()), {"anchor_vel": 0.1})
-    assert noisy.observation_groups()["policy"]["anchor_vel"].noise == 0.1
-    assert noisy.observation_groups()["critic"]["anchor_vel"].noise == 0.0
+    assert noisy.observations["policy"]["anchor_vel"].noise == 0.1
+    assert noisy.observations["critic"]["anchor_vel"].noise == 0.0
 
 
 @pytest.mark.parametrize("seeds", [[1, 2], (1, 2), np.array([1, 2]), np.array(3), 1.5, True])

@@ -43,6 +43,9 @@ def test_set_reaches_any_field_and_refuses_a_path_that_does_not_exist():
     assert (
         config("--recipe", "clip", "--total-steps", "5", "--set", "total_steps=7").total_steps == 7
     )
+    assert config("--set", "total_steps=1e6").total_steps == 1_000_000  # an int, as typed
+    with pytest.raises(ValueError, match=r"total_steps"):
+        config("--set", "total_steps=1000.5")
     with pytest.raises(ValueError, match=r"env.episode_lenght_s: TrackingEnvCfg has no field "):
         config("--set", "env.episode_lenght_s=5")
     with pytest.raises(ValueError, match=r"env.rewards.action_rat.weight: no key 'action_rat'"):

@@ -108,12 +108,12 @@ def test_train_cli_flags_and_defaults():
     assert env.terminations["anchor_horizontal"].params == {"threshold": 0.5}
     assert type(env).from_json(env.to_json()) == env  # config.json keeps it for eval and export
     env = run_config(build_parser().parse_args(["train", "--obs-noise", "anchor_pos=0.05"])).env
-    assert env.observation_groups()["policy"]["anchor_pos"].noise == 0.05
+    assert env.observations["policy"]["anchor_pos"].noise == 0.05
     assert type(env).from_json(env.to_json()) == env
     vel = ["train", "--anchor-velocity-obs", "--obs-noise", "anchor_vel=0.1"]
     env = run_config(build_parser().parse_args(vel)).env
-    assert env.anchor_velocity_obs and "anchor_vel" in env.observation_groups()["critic"]
-    assert env.observation_groups()["policy"]["anchor_vel"].noise == 0.1
+    assert env.anchor_velocity_obs and "anchor_vel" in env.observations["critic"]
+    assert env.observations["policy"]["anchor_vel"].noise == 0.1
     assert type(env).from_json(env.to_json()) == env
     with pytest.raises(ValueError, match="anchor_vel: the policy observes that term only with"):
         run_config(build_parser().parse_args(vel[:1] + vel[2:]))
@@ -402,7 +402,8 @@ def test_eval_refuses_an_env_id_whose_observation_the_run_was_not_trained_on(tin
     argv = ["eval", "--model", str(tiny_run), "--env-id", "GymMotion/G1-Tracking-NoStateEst-v0"]
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert "trained with state_estimation=True (160-value policy observation)" in err
+    assert "trained on a 160-value policy observation (command, anchor_pos," in err
+    assert "has 154 values (command, anchor_ori, base_ang_vel, joint_pos" in err
 
 
 def test_ctrl_c_saves_a_checkpoint(tmp_path, monkeypatch):
