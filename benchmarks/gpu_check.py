@@ -12,11 +12,14 @@ Measures, on one device, and prints as it goes (and writes ``<out>/gpu_check.jso
 3. reproducibility at the largest N: two backends fed the same states and targets for 20 steps,
    bit-equal or not, with ``deterministic`` off and on, and the steps/s of each;
 4. throughput at each N: ``benchmarks/bench_mjwarp.py`` (backend phases, physics-only limit)
-   and ``gym-motion bench --backend mjwarp`` (the whole env), each in its own process.
+   and ``gym-motion bench --backend mjwarp`` (the whole env), each in its own process;
+5. the env against bare MuJoCo Warp at each N, from that bench: env steps/s, bare physics
+   steps/s, their ratio (the device MDP's goal: >= 0.8), the share of a step outside physics,
+   and the device memory per env (Warp's memory pool after warm-up; None on a CPU).
 
 Usage (repo root, on the GPU machine)::
 
-    python benchmarks/gpu_check.py --out gpu_check            # cuda:0, N = 4096 8192
+    python benchmarks/gpu_check.py --out gpu_check            # cuda:0, N = 1024 ... 16384
     python benchmarks/gpu_check.py --device cpu --num-envs 4 --steps 5 --warm-only --no-bench
                                                               # checks the script on a CPU
 
@@ -149,6 +152,28 @@ def reproducibility(n: int, device: str, steps: int, deterministic: bool) -> dic
     }
 
 
+def against_physics(bench: dict | list[dict]) -> dict:
+    """Per N, from ``gym-motion bench --json`` results: env steps/s, bare MuJoCo Warp steps/s,
+    their ratio, the share of a step outside physics and the device memory per env (kB, None
+    where unread); printed as a table."""
+    rows = {}
+    print("\n     N   env steps/s   bare steps/s   ratio   outside physics   kB/env")
+    for r in bench if isinstance(bench, list) else [bench]:
+        mb = r.get("device_memory_mb")
+        kb = None if mb is None else 1024 * mb / r["num_envs"]
+        rows[str(r["num_envs"])] = row = {
+            "env_steps_per_s": r["env_steps_per_s"],
+            "bare_steps_per_s": r["physics_limit_env_steps_per_s"],
+            "ratio": r["ratio_to_limit"],
+            "outside_physics": r["non_physics_fraction"],
+            "device_memory_kb_per_env": kb,
+        }
+        print(f"{r['num_envs']:>6} {row['env_steps_per_s']:>13.0f} {row['bare_steps_per_s']:>14.0f}"
+              f" {row['ratio']:>7.2f} {100 * row['outside_physics']:>16.0f} %"
+              f" {'-' if kb is None else f'{kb:.1f}':>8}")  # fmt: skip
+    return rows
+
+
 def _child(args: argparse.Namespace) -> None:
     """Run one measurement in this (fresh) process and print its JSON on the last line."""
     print(json.dumps(startup(max(args.num_envs), args.device, args.steps)), flush=True)
@@ -176,7 +201,7 @@ def _run_tool(cmd: list[str], out: Path, name: str) -> None:
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--device", default=None, help="Warp device (default: the backend's)")
-    p.add_argument("--num-envs", type=int, nargs="+", default=[4096, 8192])
+    p.add_argument("--num-envs", type=int, nargs="+", default=[1024, 4096, 8192, 16384])
     p.add_argument("--steps", type=int, default=200, help="timed control steps per run")
     p.add_argument("--out", default="gpu_check", help="folder of the results")
     p.add_argument("--warm-only", action="store_true", help="skip the empty-cache start-up")
@@ -219,6 +244,9 @@ def main(argv: list[str] | None = None) -> None:
         _run_tool([sys.executable, "-m", "gym_motion.cli", "bench", "--backend", "mjwarp", *dev,
                    "--num-envs", *sizes, "--steps", str(args.steps), "--json",
                    str(out / "bench.json")], out, "gym_motion_bench")  # fmt: skip
+        bench = out / "bench.json"
+        if bench.exists():
+            save("env_against_bare_physics", against_physics(json.loads(bench.read_text())))
     if cache is not None:
         shutil.rmtree(cache, ignore_errors=True)
     print(f"\nresults in {out}/")

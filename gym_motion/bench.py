@@ -332,7 +332,8 @@ def bench_env(
     a control step, 1 / ratio), ``peak_rss_mb`` (the env's, after warm-up, before the bare
     loops exist), ``num_envs``, ``threads``, ``steps`` (all windows), ``repeats``,
     ``steps_per_repeat``; for "mjwarp" also ``backend_phases_ms`` (control upload, physics,
-    gather + host copy), measured in a further pass with device synchronisations between them.
+    gather + host copy), measured in a further pass with device synchronisations between them,
+    and ``device_memory_mb`` (`device_memory_mb`, after warm-up, before the bare loop exists).
 
     Raises:
         ValueError: steps or repeats < 1, or an unknown backend (from the env).
@@ -349,6 +350,7 @@ def bench_env(
     for k in range(3):  # warm-up: compile, caches
         env.step(actions[k])
     rss = peak_rss_mb()
+    memory = device_memory_mb(env.backend.device) if backend == "mjwarp" else None
     threads = getattr(env.backend, "num_threads", None)
     paired = backend == "mujoco"
     if paired:
@@ -386,6 +388,7 @@ def bench_env(
     result = _summary(num_envs, backend, threads, per, repeats, env_s, phases_ms, bare_s)
     if backend == "mjwarp":
         be = env.backend
+        result["device_memory_mb"] = memory
         be.profile = True
         for k in range(per):
             env.step(actions[k % len(actions)])
@@ -396,6 +399,18 @@ def bench_env(
     env.close()
     result["peak_rss_mb"] = rss
     return result
+
+
+def device_memory_mb(device: str) -> float | None:
+    """MB of Warp's memory pool in use on `device` (every Warp array and graph temporary of
+    this process there), or None where Warp has no pool to read: a CPU device, or a GPU whose
+    pool is off."""
+    import warp as wp
+
+    dev = wp.get_device(device)
+    if not dev.is_cuda or not wp.is_mempool_enabled(dev):
+        return None
+    return wp.get_mempool_used_mem_current(dev) / 2**20
 
 
 def _summary(
@@ -466,6 +481,9 @@ def format_result(r: dict[str, Any]) -> str:
             "  backend ms/step: "
             + ", ".join(f"{k} {v:.3f}" for k, v in r["backend_phases_ms"].items())
         )
+    if r.get("device_memory_mb") is not None:
+        mb = r["device_memory_mb"]
+        lines.append(f"  device memory {mb:.0f} MB ({1024 * mb / r['num_envs']:.1f} kB/env)")
     return "\n".join(lines)
 
 

@@ -352,12 +352,30 @@ def test_the_adaptive_sampler_kernels_are_the_host_kernels():
         clip_ids = rng.integers(0, 3, k).astype(np.int32)
         frames = (rng.random(k) * (lengths[clip_ids] - 1)).astype(np.int32)
         failed = rng.random(k) < 0.2
-        counts = launch(d_sampling.count_failures, k, clip_ids, frames, failed, bin_starts,
-                        bin_counts, lengths, np.zeros(nbins))[-1]  # fmt: skip
+        *_, counts, first_bad = launch(d_sampling.count_failures, k, clip_ids, frames, failed,
+                                       bin_starts, bin_counts, lengths, np.zeros(nbins),
+                                       np.array([k], np.int32))  # fmt: skip
+        assert first_bad[0] == k  # no clip id out of range
         dev_ema = launch(d_sampling.fold_counts, nbins, ema.copy(), 1e-3, counts)[0]
         assert h_sampling.fold_failures(ema, 1e-3, clip_ids, frames, failed, bin_starts,
                                         bin_counts, lengths, np.zeros(nbins)) == -1  # fmt: skip
         assert_array_equal(dev_ema, ema)
+    bad = clip_ids.copy()
+    bad[[40, 7]] = (3, -1)  # out of [0, C): skipped, the first position reported
+    failed[:] = True
+    *_, counts, first_bad = launch(
+        d_sampling.count_failures,
+        k,
+        bad,
+        frames,
+        failed,
+        bin_starts,
+        bin_counts,
+        lengths,
+        np.zeros(nbins),
+        np.array([k], np.int32),
+    )
+    assert first_bad[0] == 7 and counts.sum() == k - 2
     cdf = launch(d_sampling.mixture_cdf, 1, ema, 0.1, np.zeros(nbins))[-1]
     u_bin, u_frame = rng.random(500), rng.random(500)
     dev = launch(d_sampling.draw_from_cdf, 500, cdf, u_bin, u_frame, bin_clip, bin_local,

@@ -26,11 +26,17 @@ def count_failures(
     bin_counts: wp.array(dtype=int),
     lengths: wp.array(dtype=int),
     counts: wp.array(dtype=wp.float64),
+    first_bad: wp.array(dtype=wp.int32),
 ):
-    """``counts[bin of env i] += 1`` where env i failed (one thread per env)."""
+    """``counts[bin of env i] += 1`` where env i failed (one thread per env). A clip id not in
+    [0, C) is never read past: its row is skipped and ``first_bad[0]`` lowered to its position
+    (the host twin's check; the caller sets ``first_bad[0] = K`` and reads it when it likes)."""
     i = wp.tid()
-    if failed[i]:
-        b = bin_of(int(clip_ids[i]), int(frames[i]), bin_starts, bin_counts, lengths)
+    c = int(clip_ids[i])
+    if c < 0 or c >= lengths.shape[0]:
+        wp.atomic_min(first_bad, 0, wp.int32(i))
+    elif failed[i]:
+        b = bin_of(c, int(frames[i]), bin_starts, bin_counts, lengths)
         wp.atomic_add(counts, b, wp.float64(1.0))
 
 

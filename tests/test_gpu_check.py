@@ -1,0 +1,36 @@
+"""`benchmarks/gpu_check.py`'s CPU dry run: the MuJoCo Warp check a GPU machine runs, at tiny
+N on Warp's CPU device, in a process of its own as a GPU machine runs it."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("mujoco_warp")
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_gpu_check_runs_dry_on_the_cpu(tmp_path):
+    argv = ["--device", "cpu", "--num-envs", "4", "8", "--steps", "5", "--warm-only",
+            "--out", str(tmp_path)]  # fmt: skip
+    proc = subprocess.run([sys.executable, "benchmarks/gpu_check.py", *argv], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads((tmp_path / "gpu_check.json").read_text())
+    assert result["machine"]["device"] == "cpu"
+    assert result["startup_warm_cache_n8"]["env_steps_per_s"] > 0
+    assert "bit_equal" in result["reproducibility_deterministic_True_n8"]
+    rows = result["env_against_bare_physics"]  # the whole env, through `gym-motion bench`
+    assert sorted(rows) == ["4", "8"]
+    for row in rows.values():
+        assert row["env_steps_per_s"] > 0 and row["bare_steps_per_s"] > 0
+        assert math.isclose(row["ratio"], row["env_steps_per_s"] / row["bare_steps_per_s"])
+        assert 0.0 < row["outside_physics"] < 1.0
+        assert row["device_memory_kb_per_env"] is None  # no memory pool on a CPU
+    assert "outside physics" in proc.stdout and "exit 0" in proc.stdout
