@@ -8,11 +8,16 @@ FILE`` prints the largest absolute differences against it and exits non-zero abo
 
     python scripts/safety_net.py --save /tmp/before.npz     # before a change
     python scripts/safety_net.py --compare /tmp/before.npz  # after it
+
+``--mdp device`` runs the same rollouts with the MDP's per-step math on Warp's CPU device
+(`gym_motion.envs.device_mdp`); against a host trajectory it agrees to float32 rounding, not
+bit for bit: compare it with ``--tol 1e-4``.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -50,9 +55,15 @@ def main() -> None:
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--save", type=Path)
     g.add_argument("--compare", type=Path)
+    p.add_argument("--mdp", choices=("host", "device"), default="host")
+    p.add_argument("--tol", type=float, default=1e-6, help="largest |diff| that passes")
     args = p.parse_args()
-    traj = {f"eval/{k}": v for k, v in rollout(eval_cfg()).items()}
-    traj |= {f"train/{k}": v for k, v in rollout(TrackingEnvCfg()).items()}
+
+    def task(cfg: TrackingEnvCfg) -> TrackingEnvCfg:
+        return dataclasses.replace(cfg, backend=dataclasses.replace(cfg.backend, mdp=args.mdp))
+
+    traj = {f"eval/{k}": v for k, v in rollout(task(eval_cfg())).items()}
+    traj |= {f"train/{k}": v for k, v in rollout(task(TrackingEnvCfg())).items()}
     if args.save:
         np.savez(args.save, **traj)
         print(f"saved {args.save}: " + ", ".join(f"{k} {v.shape}" for k, v in traj.items()))
@@ -64,8 +75,8 @@ def main() -> None:
         d = float(np.max(np.abs(got.astype(np.float64) - v.astype(np.float64))))
         worst = max(worst, d)
         print(f"{k:28s} max |diff| {d:.3g}")
-    print(f"worst {worst:.3g} ({'OK' if worst <= 1e-6 else 'CHANGED'})")
-    sys.exit(0 if worst <= 1e-6 else 1)
+    print(f"worst {worst:.3g} ({'OK' if worst <= args.tol else 'CHANGED'})")
+    sys.exit(0 if worst <= args.tol else 1)
 
 
 if __name__ == "__main__":

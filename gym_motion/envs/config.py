@@ -96,6 +96,9 @@ class BackendCfg:
             in speed (mjwarp; off by default).
         contact_sensor_maxmatch: contacts a contact sensor may match per world (mjwarp; None:
             the model's, else MuJoCo Warp's 64).
+        mdp: where the MDP's per-step math runs: "host" (Numba on the CPU cores, the default)
+            or "device" (Warp kernels on the mjwarp backend's device, or on Warp's CPU device
+            beside another backend; `gym_motion.envs.device_mdp`; not yet measured on a GPU).
     """
 
     name: str = "mujoco"
@@ -107,6 +110,7 @@ class BackendCfg:
     on_overflow: str = "raise"
     deterministic: bool = False
     contact_sensor_maxmatch: int | None = None
+    mdp: str = "host"
 
     def __post_init__(self) -> None:
         if self.name not in _BACKEND_SETTINGS:
@@ -129,6 +133,8 @@ class BackendCfg:
             raise ValueError(f"BackendCfg.device must be a device name, got {self.device!r}")
         if not isinstance(self.deterministic, bool):
             raise ValueError(f"BackendCfg.deterministic must be a bool, got {self.deterministic!r}")
+        if self.mdp not in ("host", "device"):
+            raise ValueError(f"BackendCfg.mdp must be 'host' or 'device', got {self.mdp!r}")
 
     def kwargs(self) -> dict[str, Any]:
         """The backend constructor's keyword arguments for these settings.
@@ -140,7 +146,7 @@ class BackendCfg:
         own = _BACKEND_SETTINGS[self.name]
         default = BackendCfg()
         for f in fields(self):
-            if f.name == "name" or f.name in own:
+            if f.name in ("name", "mdp") or f.name in own:
                 continue
             if getattr(self, f.name) != getattr(default, f.name):
                 owner = next(b for b, keys in _BACKEND_SETTINGS.items() if f.name in keys)

@@ -9,12 +9,13 @@ and write: the vector-API plumbing (`gym_motion.envs.vector_api`), rendering
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from time import perf_counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mujoco
 import numpy as np
@@ -44,6 +45,9 @@ from gym_motion.render import RENDER_MODES, RenderCfg
 from gym_motion.robots.layout import JointLayout
 from gym_motion.robots.spec import body_ids
 
+if TYPE_CHECKING:
+    from gym_motion.envs.device_mdp import DeviceMDP
+
 __all__ = ["ACTION_BOUND", "PHASES", "EnvParts", "TrackingVecEnv", "build_parts"]
 
 _NO_ROWS = np.zeros(0, np.int64)  # an empty row selection (never written)
@@ -66,6 +70,8 @@ class EnvParts:
             (`NumbaThreads`; its ``serial`` is the kernel build every manager bound).
         state: the `MDPState` every manager reads and writes. actions, command, rewards,
             terminations, events, observations: the managers.
+        device_mdp: the `DeviceMDP` that runs the managers' per-step math on a Warp device
+            (``cfg.backend.mdp == "device"``), mirroring their buffers; else None.
     """
 
     library: MotionLibrary
@@ -80,6 +86,7 @@ class EnvParts:
     terminations: TerminationManager
     events: EventManager
     observations: ObservationManager
+    device_mdp: DeviceMDP | None = None
 
 
 def build_parts(
@@ -112,7 +119,7 @@ def build_parts(
     serial = threads.serial
     state = MDPState.for_robot(robot, model, n)
     ctx = EventContext.for_robot(state, backend, robot, model)
-    return EnvParts(
+    parts = EnvParts(
         library=library,
         model=model,
         layout=layout,
@@ -135,6 +142,14 @@ def build_parts(
         events=EventManager(cfg.events, ctx, dt, serial=serial),
         observations=ObservationManager(cfg.observations, state, cfg.obs_noise, serial=serial),
     )
+    if cfg.backend.mdp == "device":
+        from gym_motion.envs.device_mdp import DeviceMDP
+
+        device = getattr(backend, "device", "cpu")  # mjwarp's; Warp's CPU beside the others
+        device_mdp = DeviceMDP(cfg, state, parts.command, parts.rewards, parts.terminations,
+                               parts.observations, dt, device)  # fmt: skip
+        parts = dataclasses.replace(parts, device_mdp=device_mdp)
+    return parts
 
 
 def on_batch_threads(method: Callable) -> Callable:
@@ -278,6 +293,7 @@ class TrackingVecEnv(VectorApiMixin, RenderMixin, TimeLimitMixin, VectorEnv):
         self.terminations: TerminationManager = parts.terminations
         self.events: EventManager = parts.events
         self.observations: ObservationManager = parts.observations
+        self._device_mdp: DeviceMDP | None = parts.device_mdp
         self._end_step = end_step.builds[self._numba_threads.serial]  # the batch's build
         # control steps of each env's current episode
         self.episode_length: np.ndarray = np.zeros(n, np.int32)
@@ -384,7 +400,7 @@ class TrackingVecEnv(VectorApiMixin, RenderMixin, TimeLimitMixin, VectorEnv):
         self._start_episodes(ids)
         self._reinitialise(ids, start)
         self.backend.copy_body_state_w(self.state.robot)
-        self.command.refresh()
+        self._refresh()
         self._was_reset = True
         obs = self._observation()
         if kept:  # in the buffers too: the next masked reset reads them
@@ -445,20 +461,30 @@ class TrackingVecEnv(VectorApiMixin, RenderMixin, TimeLimitMixin, VectorEnv):
         t = self._lap("copy", t)
 
         # 3-4: reference, terminations, rewards, episode sums
-        past_end = self.command.advance()
-        t = self._lap("command", t)
-        any_term = self.terminations.compute()
-        t = self._lap("termination", t)
-        term_reward = self.rewards.compute()
         terminated, truncated, clip_end = np.empty(n, bool), np.empty(n, bool), np.empty(n, bool)
         reward, done, teleport = np.empty(n, np.float32), np.empty(n, bool), np.empty(n, bool)
-        num_done, num_teleport = self._end_step(
-            any_term, nonfinite, term_reward, past_end, held, self.episode_length,
-            self.time_limit_offset, self.max_episode_steps, terminated, truncated, reward,
-            clip_end, done, teleport,
-        )  # fmt: skip
-        self.command.compute_errors()
-        columns = self.rewards.accumulate(reward)
+        if self._device_mdp is None:
+            past_end = self.command.advance()
+            t = self._lap("command", t)
+            any_term = self.terminations.compute()
+            t = self._lap("termination", t)
+            term_reward = self.rewards.compute()
+            num_done, num_teleport = self._end_step(
+                any_term, nonfinite, term_reward, past_end, held, self.episode_length,
+                self.time_limit_offset, self.max_episode_steps, terminated, truncated, reward,
+                clip_end, done, teleport,
+            )  # fmt: skip
+            self.command.compute_errors()
+            columns = self.rewards.accumulate(reward)
+        else:  # the same on the device, timed as "reward"
+            out = {"terminated": terminated, "truncated": truncated, "clip_end": clip_end,
+                   "done": done, "teleport": teleport, "reward": reward}  # fmt: skip
+            num_done, num_teleport, columns = self._device_mdp.step(
+                held, nonfinite, self.time_limit_offset, self.max_episode_steps,
+                self.episode_length, out,
+            )  # fmt: skip
+            if num_done:
+                self._device_mdp.download_sums()
         info = infos.step_info(self.rewards.names, columns, ~held)
         done_ids = done.nonzero()[0] if num_done else _NO_ROWS
         if num_done:
@@ -496,7 +522,7 @@ class TrackingVecEnv(VectorApiMixin, RenderMixin, TimeLimitMixin, VectorEnv):
             written = reinit if reinit.size else pushed
         if written.size:
             self.backend.copy_body_state_w(s.robot, written)
-            self.command.refresh(written)
+            self._refresh(written)
         t = self._lap("reset", t)
 
         # 7: observations
@@ -515,6 +541,8 @@ class TrackingVecEnv(VectorApiMixin, RenderMixin, TimeLimitMixin, VectorEnv):
         self.state.action[ids] = 0.0
         self.state.action_obs[ids] = 0.0
         self.events.reset(ids, self._rng)
+        if self._device_mdp is not None:
+            self._device_mdp.start_episodes(ids)
 
     def _reinitialise(self, ids: np.ndarray, start: tuple[int, int] | None = None) -> None:
         """Sample a motion frame for rows `ids` (or take `start`, a (clip id, frame)) and
@@ -543,9 +571,20 @@ class TrackingVecEnv(VectorApiMixin, RenderMixin, TimeLimitMixin, VectorEnv):
         self.phase_s[phase] += now - start
         return now
 
+    def _refresh(self, ids: np.ndarray | None = None) -> None:
+        """The reference of every row, or of rows `ids`, gathered and re-anchored on the
+        robot state just copied (`CommandManager.refresh`, or its device twin)."""
+        if self._device_mdp is None:
+            self.command.refresh(ids)
+        else:
+            self._device_mdp.refresh(ids)
+
     def _observation(self) -> Any:
         """A copy of the policy observation, or of every group's (``obs_mode="dict"``)."""
+        compute = self.observations.compute
+        if self._device_mdp is not None:
+            compute = self._device_mdp.observations
         if self.obs_mode == "dict":
-            bufs = self.observations.compute(self._rng)
+            bufs = compute(self._rng)
             return {g: b.copy() for g, b in bufs.items()}
-        return self.observations.compute(self._rng, ("policy",))["policy"].copy()
+        return compute(self._rng, ("policy",))["policy"].copy()

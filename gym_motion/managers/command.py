@@ -45,6 +45,7 @@ class CommandManager:
         clip_end: (N,) bool, set by `advance` for envs that ran past their clip's last frame.
         sampler: the `MotionSampler` of start frames.
         errors: (N, len(TRACKING_ERRORS)) float32, tracking errors of the last step.
+        error_sums: (N, len(TRACKING_ERRORS)) float64, their sums over each episode so far.
 
     Raises:
         ValueError: the library lacks a tracked body or the root body.
@@ -84,7 +85,7 @@ class CommandManager:
         self._qpos = np.tile(layout.qpos0, (n, 1))  # columns not of the robot stay at qpos0
         self._qvel = np.zeros((n, layout.nv))
         self.errors = np.zeros((n, len(TRACKING_ERRORS)), np.float32)
-        self._error_sums = np.zeros((n, len(TRACKING_ERRORS)), np.float64)
+        self.error_sums = np.zeros((n, len(TRACKING_ERRORS)), np.float64)
         # every step's kernels, bound once in the build of this batch
         self._advance_all = bind_builds(self._reference_step(True, self._all))[serial]
         self._refresh_all = bind_builds(self._reference_step(False, self._all))[serial]
@@ -92,7 +93,7 @@ class CommandManager:
         self._errors = bind_builds(partial(
             tracking_errors, s.ref.pos_w, s.ref.quat_w, s.ref_rel_pos_w, s.ref_rel_quat_w,
             s.robot.pos_w, s.robot.quat_w, s.anchor, s.root, s.ref.joint_pos, s.ref.joint_vel,
-            s.robot.joint_pos, s.robot.joint_vel, self.errors, self._error_sums,
+            s.robot.joint_pos, s.robot.joint_vel, self.errors, self.error_sums,
         ))[serial]  # fmt: skip
 
     # ------------------------------------------------------------------ reset states
@@ -231,10 +232,10 @@ class CommandManager:
     def episode_log(self, length: np.ndarray) -> dict[str, np.ndarray]:
         """Episode means of the tracking errors, ``{"error/<name>": (N,) float32}``, for
         episodes of `length` (N,) steps so far (rows with length 0 divide by 1)."""
-        means = self._error_sums / np.maximum(length, 1)[:, None]
+        means = self.error_sums / np.maximum(length, 1)[:, None]
         means = np.ascontiguousarray(means.T, np.float32)  # (E, N): one cast
         return dict(zip(_ERROR_LOG_KEYS, means, strict=True))
 
     def reset(self, env_ids: np.ndarray) -> None:
         """Start new episodes on rows `env_ids`: clear their error sums."""
-        self._error_sums[env_ids] = 0.0
+        self.error_sums[env_ids] = 0.0

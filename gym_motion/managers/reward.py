@@ -115,6 +115,8 @@ class RewardManager:
         names: term names in configuration order.
         weighted: (N, K) float32, weight * term of the last step (before dt), per term.
         reward: (N,) float32, sum over terms of weight * term * dt.
+        term_sums: (N, K) float64, each term's dt-scaled sum over the episode so far.
+        episode_return: (N,) float64, the sum of the env's (masked) rewards over the episode.
     """
 
     def __init__(
@@ -128,8 +130,8 @@ class RewardManager:
         self._weights = np.array([c.weight for c in terms.values()], np.float32)
         self.weighted = np.zeros((n, len(terms)), np.float32)
         self.reward = np.zeros(n, np.float32)
-        self._term_sums = np.zeros((n, len(terms)), np.float64)
-        self._return = np.zeros(n, np.float64)
+        self.term_sums = np.zeros((n, len(terms)), np.float64)
+        self.episode_return = np.zeros(n, np.float64)
         # the terms, then their weighting (as calls without arguments, in the build of this batch)
         self._compute = builds_of([
             *(bind_term(c.func, state, self._raw[t], state.resolve_term_params(c.params))
@@ -137,7 +139,9 @@ class RewardManager:
             partial(k.weigh_terms, self._raw, self._weights, self._dt, self.weighted, self.reward),
         ])[serial]  # fmt: skip
         self._accumulate = bind_builds(
-            partial(k.add_episode_sums, self.weighted, self._dt, self._term_sums, self._return)
+            partial(
+                k.add_episode_sums, self.weighted, self._dt, self.term_sums, self.episode_return
+            )
         )[serial]
 
     def compute(self) -> np.ndarray:
@@ -159,12 +163,12 @@ class RewardManager:
 
     def episode_log(self) -> dict[str, np.ndarray]:
         """Episode sums so far: ``{"return": (N,), "reward/<term>": (N,)}``, float32."""
-        sums = np.ascontiguousarray(self._term_sums.T, np.float32)  # (K, N): one cast
-        log = {"return": self._return.astype(np.float32)}
+        sums = np.ascontiguousarray(self.term_sums.T, np.float32)  # (K, N): one cast
+        log = {"return": self.episode_return.astype(np.float32)}
         log.update(zip(self._log_keys, sums, strict=True))
         return log
 
     def reset(self, env_ids: np.ndarray) -> None:
         """Start new episodes on rows `env_ids`: clear their sums."""
-        self._term_sums[env_ids] = 0.0
-        self._return[env_ids] = 0.0
+        self.term_sums[env_ids] = 0.0
+        self.episode_return[env_ids] = 0.0

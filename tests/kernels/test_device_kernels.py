@@ -100,6 +100,55 @@ def test_uniform_noise_is_the_host_kernels_to_float32_rounding(n):
 
 
 @pytest.mark.parametrize("n", SIZES)
+def test_column_kernels_are_the_host_terms_numpy_operations(n):
+    """The device twins of the host terms that are NumPy operations (copies, the joint offset,
+    a term's clip and scale, the self-contact count): bit for bit."""
+    rng = rng_for(n, 309)
+    j, col, width = 5, 3, 20
+    pos, vel = f32(rng.standard_normal((n, j))), f32(rng.standard_normal((n, j)))
+    default, bias = f32(rng.standard_normal(j)), f32(rng.normal(0.0, 0.01, (n, j)))
+    buf = f32(rng.standard_normal((n, width)))
+    got = launch(d_obs.copy_columns, n, vel, buf.copy(), col)[1]
+    expected = buf.copy()
+    expected[:, col : col + j] = vel
+    assert_array_equal(got, expected)
+    got = launch(d_obs.reference_joints, n, pos, vel, buf.copy(), col)[2]
+    expected[:, col : col + 2 * j] = np.concatenate([pos, vel], 1)
+    assert_array_equal(got, expected)
+    got = launch(d_obs.joint_offsets, n, pos, default, bias, buf.copy(), col)[3]
+    expected = buf.copy()
+    np.add(pos - default, bias, out=expected[:, col : col + j])
+    assert_array_equal(got, expected)
+    buf[0, 4] = np.nan
+    for clip, rescale in ((True, True), (True, False), (False, True)):
+        got = launch(d_obs.clip_scale, n, buf.copy(), 2, 9, -0.5, 0.75, clip, 1.5, rescale)[0]
+        expected = buf.copy()
+        view = expected[:, 2:9]
+        if clip:
+            np.clip(view, np.float32(-0.5), np.float32(0.75), out=view)
+        if rescale:
+            np.multiply(view, np.float32(1.5), out=view)
+        assert_array_equal(got, expected)  # the NaN stays NaN, columns outside untouched
+    count = rng.integers(0, 5, n).astype(np.int32)
+    got = launch(d_rewards.count_as_value, n, count, np.zeros(n, np.float32))[1]
+    assert_array_equal(got, count.astype(np.float32))
+
+
+def test_clear_episode_rows_zeroes_only_those_rows():
+    rng = rng_for(9, 310)
+    sums, ret = rng.random((9, 4)), rng.random(9)
+    errors, length = rng.random((9, 8)), rng.integers(1, 50, 9).astype(np.int32)
+    ids = np.array([1, 6, 7])
+    args = [wp.array(a, device="cpu") for a in (ids.astype(np.int32), sums, ret, errors, length)]
+    wp.launch(d_episode.clear_episode_rows, dim=ids.size, inputs=args, device="cpu")
+    keep = np.setdiff1d(np.arange(9), ids)
+    for before, after in zip((sums, ret, errors, length), args[1:], strict=True):
+        after = after.numpy()
+        assert not after[ids].any()
+        assert_array_equal(after[keep], before[keep])
+
+
+@pytest.mark.parametrize("n", SIZES)
 def test_reward_kernels_match_the_oracle_and_the_host_kernels(n):
     rng = rng_for(n, 303)
     ref, robot, ref_q, robot_q = _bodies(rng, n)

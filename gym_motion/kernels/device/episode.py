@@ -62,3 +62,22 @@ def count_down(timer: wp.array(dtype=wp.float64), dt: wp.float64, due: wp.array(
     timer[i] = t
     if t <= wp.float64(0.0):
         wp.atomic_add(due, 0, wp.int32(1))
+
+
+@wp.kernel
+def clear_episode_rows(
+    ids: wp.array(dtype=int),
+    term_sums: wp.array2d(dtype=wp.float64),
+    episode_return: wp.array(dtype=wp.float64),
+    error_sums: wp.array2d(dtype=wp.float64),
+    episode_length: wp.array(dtype=wp.int32),
+):
+    """New episodes on rows ``ids[tid]``: their reward-term and tracking-error sums, return
+    and length set to 0."""
+    i = ids[wp.tid()]
+    for k in range(term_sums.shape[1]):
+        term_sums[i, k] = wp.float64(0.0)
+    for k in range(error_sums.shape[1]):
+        error_sums[i, k] = wp.float64(0.0)
+    episode_return[i] = wp.float64(0.0)
+    episode_length[i] = wp.int32(0)

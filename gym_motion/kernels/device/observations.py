@@ -108,3 +108,70 @@ def add_uniform_noise(
     for c in range(column.shape[0]):
         u = unit_random[offset[c] + i * width[c]]
         obs[i, column[c]] = obs[i, column[c]] + (2.0 * u - 1.0) * scale[c]
+
+
+@wp.kernel
+def copy_columns(src: wp.array2d(dtype=float), out: wp.array2d(dtype=float), col: int):
+    """``out[i, col : col+D] = src[i]``; src (N, D): the host terms' ``np.copyto`` (joint
+    velocities, last action)."""
+    i = wp.tid()
+    for d in range(src.shape[1]):
+        out[i, col + d] = src[i, d]
+
+
+@wp.kernel
+def reference_joints(
+    ref_joint_pos: wp.array2d(dtype=float),
+    ref_joint_vel: wp.array2d(dtype=float),
+    out: wp.array2d(dtype=float),
+    col: int,
+):
+    """``out[i, col : col+2J] = (ref_joint_pos[i], ref_joint_vel[i])``; (N, J) each, rad and
+    rad/s (the ``command`` term)."""
+    i = wp.tid()
+    nj = ref_joint_pos.shape[1]
+    for j in range(nj):
+        out[i, col + j] = ref_joint_pos[i, j]
+        out[i, col + nj + j] = ref_joint_vel[i, j]
+
+
+@wp.kernel
+def joint_offsets(
+    joint_pos: wp.array2d(dtype=float),
+    default_pos: wp.array(dtype=float),
+    encoder_bias: wp.array2d(dtype=float),
+    out: wp.array2d(dtype=float),
+    col: int,
+):
+    """``out[i, col+j] = (joint_pos[i, j] - default_pos[j]) + encoder_bias[i, j]``, rad; (N, J)
+    (the ``joint_pos`` term, in the host term's two float32 operations)."""
+    i = wp.tid()
+    for j in range(joint_pos.shape[1]):
+        out[i, col + j] = (joint_pos[i, j] - default_pos[j]) + encoder_bias[i, j]
+
+
+@wp.kernel
+def clip_scale(
+    obs: wp.array2d(dtype=float),
+    start: int,
+    stop: int,
+    low: float,
+    high: float,
+    clip: bool,
+    scale: float,
+    rescale: bool,
+):
+    """Columns [start, stop) of `obs` clipped to [low, high] (if `clip`), then multiplied by
+    `scale` (if `rescale`): a term's post-processing after its noise, as the host manager's
+    ``np.clip`` and ``np.multiply`` (a NaN stays NaN)."""
+    i = wp.tid()
+    for c in range(start, stop):
+        v = obs[i, c]
+        if clip:
+            if v < low:
+                v = low
+            if v > high:
+                v = high
+        if rescale:
+            v = v * scale
+        obs[i, c] = v

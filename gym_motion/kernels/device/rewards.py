@@ -138,3 +138,10 @@ def add_episode_sums(
         term_sums[i, k] = term_sums[i, k] + wp.float64(weighted[i, k] * dt)
         columns[k, i] = weighted[i, k]
     episode_return[i] = episode_return[i] + wp.float64(reward[i])
+
+
+@wp.kernel
+def count_as_value(count: wp.array(dtype=wp.int32), out: wp.array(dtype=float)):
+    """``out[i] = float(count[i])`` (the ``self_collision`` term: substeps with self-contact)."""
+    i = wp.tid()
+    out[i] = float(count[i])

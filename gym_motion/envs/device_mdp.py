@@ -1,0 +1,548 @@
+"""The MDP of a `TrackingVecEnv` on a Warp device: the per-step kernels of
+`gym_motion.kernels.device`, bound once to device buffers (``BackendCfg.mdp = "device"``).
+
+What runs on the device each control step: the motion command (advance, gather, re-anchor),
+the termination terms and their OR, the reward terms and their weighing, the end of the step
+(flags, masked reward, episode length), the tracking errors, the episode sums, and every
+observation group (terms, noise, clip, scale). The host keeps what it owns in this first
+version and mirrors it both ways (docs/backends.md, "The MDP on the GPU"): actions, resets
+(RSI and the adaptive sampler on the host's random stream), events, and the Gymnasium API's
+NumPy results. Observation noise is drawn from the host's stream, so a run gives the host
+MDP's values to float32 tolerance (``tests/test_device_mdp.py``).
+
+A term runs on the device when it is one of the package's built-in terms (`DEVICE_TERMS`);
+a task with a term of its own is refused when the env is built.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from typing import Any
+
+import numpy as np
+import warp as wp
+
+from gym_motion.backends.base import BodyState
+from gym_motion.kernels.device import command as k_command
+from gym_motion.kernels.device import episode as k_episode
+from gym_motion.kernels.device import metrics as k_metrics
+from gym_motion.kernels.device import observations as k_obs
+from gym_motion.kernels.device import rewards as k_rewards
+from gym_motion.kernels.device import terminations as k_term
+from gym_motion.kernels.metrics import TRACKING_ERRORS
+from gym_motion.managers import observation as obs_terms
+from gym_motion.managers import reward as reward_terms
+from gym_motion.managers import termination as term_terms
+from gym_motion.managers.command import CommandManager
+from gym_motion.managers.observation import NoiseColumns, ObservationManager, ObsTermCfg
+from gym_motion.managers.reward import RewardManager, RewardTermCfg
+from gym_motion.managers.state import MDPState
+from gym_motion.managers.termination import TerminationManager, TerminationTermCfg
+
+__all__ = ["DEVICE_TERMS", "DeviceBodyState", "DeviceMDP"]
+
+Launch = Callable[[], None]
+# the library's per-frame arrays that `reference_step` reads, in its argument order
+_LIBRARY_ARRAYS = ("body_pos_w", "body_quat_w", "body_lin_vel_w", "body_ang_vel_w", "joint_pos",
+                   "joint_vel")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class DeviceBodyState:
+    """A `BodyState` on a Warp device: float32 arrays pos_w, lin_vel_w, ang_vel_w (N, B, 3),
+    quat_w (N, B, 4) wxyz, joint_pos, joint_vel (N, J); world frame, SI units."""
+
+    pos_w: wp.array
+    quat_w: wp.array
+    lin_vel_w: wp.array
+    ang_vel_w: wp.array
+    joint_pos: wp.array
+    joint_vel: wp.array
+
+    @classmethod
+    def zeros(cls, n: int, b: int, j: int, device: str) -> DeviceBodyState:
+        """Zeroed state of `n` envs, `b` bodies, `j` joints (unit quaternions) on `device`."""
+        quat = np.zeros((n, b, 4), np.float32)
+        quat[..., 0] = 1.0
+        return cls(
+            pos_w=wp.zeros((n, b, 3), dtype=float, device=device),
+            quat_w=wp.array(quat, dtype=float, device=device),
+            lin_vel_w=wp.zeros((n, b, 3), dtype=float, device=device),
+            ang_vel_w=wp.zeros((n, b, 3), dtype=float, device=device),
+            joint_pos=wp.zeros((n, j), dtype=float, device=device),
+            joint_vel=wp.zeros((n, j), dtype=float, device=device),
+        )
+
+    def upload(self, host: BodyState) -> None:
+        """Copy every array of `host` (the same shapes, float32) to the device."""
+        for f in fields(self):
+            getattr(self, f.name).assign(getattr(host, f.name))
+
+    def download(self, host: BodyState) -> None:
+        """Copy every array to `host` (the same shapes, float32), in place."""
+        for f in fields(self):
+            np.copyto(getattr(host, f.name), getattr(self, f.name).numpy())
+
+
+# ---------------------------------------------------------------------------------- the terms
+# A device binder takes (mdp, out, **params) and returns its kernel launch, bound once; `out`
+# is an (N,) row of the reward or termination outputs, or for an observation term the group
+# buffer (N, D) and ``col``, its first column.
+
+
+def _launch(mdp: DeviceMDP, kernel: Any, *args: Any) -> Launch:
+    return wp.launch(kernel, dim=mdp.num_envs, inputs=list(args), device=mdp.device,
+                     record_cmd=True).launch  # fmt: skip
+
+
+def _anchor(arr: wp.array, a: int) -> wp.array:
+    return arr[:, a]
+
+
+def _reward_binders() -> dict[Callable, Callable[..., Launch]]:
+    r = reward_terms
+
+    def body_exp(ref_of: Callable, robot_of: Callable) -> Callable[..., Launch]:
+        def bind(d: DeviceMDP, out: wp.array, std: float, body_ids: np.ndarray) -> Launch:
+            return _launch(d, k_rewards.body_pos_exp, ref_of(d), robot_of(d), d.ids(body_ids),
+                           float(std), out)  # fmt: skip
+
+        return bind
+
+    def body_ori(d: DeviceMDP, out: wp.array, std: float, body_ids: np.ndarray) -> Launch:
+        return _launch(d, k_rewards.body_ori_exp, d.ref_rel_quat_w, d.robot.quat_w,
+                       d.ids(body_ids), float(std), out)  # fmt: skip
+
+    return {
+        r.anchor_pos: lambda d, out, std: _launch(
+            d, k_rewards.anchor_pos_exp, _anchor(d.ref.pos_w, d.anchor),
+            _anchor(d.robot.pos_w, d.anchor), float(std), out),
+        r.anchor_ori: lambda d, out, std: _launch(
+            d, k_rewards.anchor_ori_exp, _anchor(d.ref.quat_w, d.anchor),
+            _anchor(d.robot.quat_w, d.anchor), float(std), out),
+        r.body_pos: body_exp(lambda d: d.ref_rel_pos_w, lambda d: d.robot.pos_w),
+        r.body_ori: body_ori,
+        r.body_lin_vel: body_exp(lambda d: d.ref.lin_vel_w, lambda d: d.robot.lin_vel_w),
+        r.body_ang_vel: body_exp(lambda d: d.ref.ang_vel_w, lambda d: d.robot.ang_vel_w),
+        r.action_rate: lambda d, out: _launch(
+            d, k_rewards.action_rate_l2, d.action, d.last_action, out),
+        r.joint_limit: lambda d, out: _launch(
+            d, k_rewards.joint_limit_violation, d.robot.joint_pos, d.soft_joint_limits, out),
+        r.self_collision: lambda d, out: _launch(
+            d, k_rewards.count_as_value, d.self_contact_substeps, out),
+    }  # fmt: skip
+
+
+def _termination_binders() -> dict[Callable, Callable[..., Launch]]:
+    t = term_terms
+
+    def anchor_horizontal(d: DeviceMDP, out: wp.array, threshold: float,
+                          grace_steps: int = 0) -> Launch:  # fmt: skip
+        if not (isinstance(grace_steps, int | np.integer) and grace_steps >= 0):
+            raise ValueError(f"anchor_horizontal: grace_steps must be an integer >= 0, got "
+                             f"{grace_steps!r}")  # fmt: skip
+        return _launch(d, k_term.horizontal_error_exceeds, d.ref.pos_w, d.robot.pos_w,
+                       d.ids([d.anchor]), float(threshold), d.steps_since_perturbation,
+                       int(grace_steps), out)  # fmt: skip
+
+    return {
+        t.anchor_height: lambda d, out, threshold: _launch(
+            d, k_term.height_error_exceeds, d.ref.pos_w, d.robot.pos_w, d.ids([d.anchor]),
+            float(threshold), out),
+        t.anchor_horizontal: anchor_horizontal,
+        t.anchor_gravity: lambda d, out, threshold: _launch(
+            d, k_term.gravity_z_error_exceeds, _anchor(d.ref.quat_w, d.anchor),
+            _anchor(d.robot.quat_w, d.anchor), float(threshold), out),
+        t.body_height: lambda d, out, threshold, body_ids: _launch(
+            d, k_term.height_error_exceeds, d.ref_rel_pos_w, d.robot.pos_w, d.ids(body_ids),
+            float(threshold), out),
+    }  # fmt: skip
+
+
+def _observation_binders() -> dict[Callable, Callable[..., Launch]]:
+    o = obs_terms
+
+    def anchor_row(arr: wp.array, a: int) -> wp.array:
+        return arr[:, a : a + 1]
+
+    return {
+        o.command: lambda d, out, col: _launch(
+            d, k_obs.reference_joints, d.ref.joint_pos, d.ref.joint_vel, out, col),
+        o.anchor_pos_b: lambda d, out, col: _launch(
+            d, k_obs.pos_in_frame, _anchor(d.robot.pos_w, d.anchor),
+            _anchor(d.robot.quat_w, d.anchor), anchor_row(d.ref.pos_w, d.anchor), out, col),
+        o.anchor_ori_b: lambda d, out, col: _launch(
+            d, k_obs.ori_in_frame_6d, _anchor(d.robot.quat_w, d.anchor),
+            anchor_row(d.ref.quat_w, d.anchor), out, col),
+        o.anchor_vel_b: lambda d, out, col: _launch(
+            d, k_obs.twist_in_frame, _anchor(d.robot.quat_w, d.anchor),
+            _anchor(d.ref.lin_vel_w, d.anchor), _anchor(d.ref.ang_vel_w, d.anchor), out, col),
+        o.base_lin_vel: lambda d, out, col: _launch(
+            d, k_obs.vec_in_frame, _anchor(d.robot.quat_w, d.root),
+            anchor_row(d.robot.lin_vel_w, d.root), out, col),
+        o.base_ang_vel: lambda d, out, col: _launch(
+            d, k_obs.vec_in_frame, _anchor(d.robot.quat_w, d.root),
+            anchor_row(d.robot.ang_vel_w, d.root), out, col),
+        o.joint_pos: lambda d, out, col: _launch(
+            d, k_obs.joint_offsets, d.robot.joint_pos, d.default_joint_pos, d.encoder_bias,
+            out, col),
+        o.joint_vel: lambda d, out, col: _launch(
+            d, k_obs.copy_columns, d.robot.joint_vel, out, col),
+        o.last_action: lambda d, out, col: _launch(
+            d, k_obs.copy_columns, d.action_obs, out, col),
+        o.body_pos_b: lambda d, out, col: _launch(
+            d, k_obs.pos_in_frame, _anchor(d.robot.pos_w, d.anchor),
+            _anchor(d.robot.quat_w, d.anchor), d.robot.pos_w, out, col),
+        o.body_ori_b: lambda d, out, col: _launch(
+            d, k_obs.ori_in_frame_6d, _anchor(d.robot.quat_w, d.anchor), d.robot.quat_w, out,
+            col),
+    }  # fmt: skip
+
+
+DEVICE_TERMS: dict[str, dict[Callable, Callable[..., Launch]]] = {
+    "reward": _reward_binders(),
+    "termination": _termination_binders(),
+    "observation": _observation_binders(),
+}
+"""The built-in terms that run on the device, per kind: host term function -> device binder."""
+
+
+def _binder(kind: str, name: str, func: Callable) -> Callable[..., Launch]:
+    binder = DEVICE_TERMS[kind].get(func)
+    if binder is None:
+        raise ValueError(
+            f"{kind} term {name!r} ({getattr(func, '__qualname__', func)!r}) has no device "
+            f"kernel: the device MDP runs the package's built-in terms only; use "
+            f"BackendCfg(mdp='host') for a task with terms of its own"
+        )
+    return binder
+
+
+# --------------------------------------------------------------------------------- the MDP
+
+
+class DeviceMDP:
+    """The per-step MDP of N envs on a Warp device, beside the host managers it mirrors.
+
+    Args:
+        cfg: the env's `TrackingEnvCfg` (reward, termination and observation terms, noise).
+        state: the host `MDPState` (sizes, anchor and root, default pose, soft limits).
+        command, rewards, terminations, observations: the host managers, whose buffers
+            receive the device's results (clip frames, tracking errors, episode sums, fired
+            terms, observation groups).
+        dt: control step, s. device: the Warp device ("cpu", "cuda:0", ...).
+
+    Raises:
+        ValueError: a term that has no device kernel (named), or a bad term parameter.
+    """
+
+    def __init__(
+        self,
+        cfg: Any,
+        state: MDPState,
+        command: CommandManager,
+        rewards: RewardManager,
+        terminations: TerminationManager,
+        observations: ObservationManager,
+        dt: float,
+        device: str,
+    ):
+        self.device = device
+        self.num_envs = n = state.num_envs
+        self.anchor, self.root = state.anchor, state.root
+        self._host = state
+        self._command, self._rewards = command, rewards
+        self._terminations, self._observations = terminations, observations
+        self._keep: list[wp.array] = []  # index arrays the bound launches read
+        b, j = len(state.body_names), state.robot.joint_pos.shape[1]
+        self.robot = DeviceBodyState.zeros(n, b, j, device)
+        self.ref = DeviceBodyState.zeros(n, b, j, device)
+        self.ref_rel_pos_w = wp.zeros((n, b, 3), dtype=float, device=device)
+        self.ref_rel_quat_w: wp.array = wp.array(state.ref_rel_quat_w, dtype=float, device=device)
+        self.action = wp.zeros((n, j), dtype=float, device=device)
+        self.last_action = wp.zeros((n, j), dtype=float, device=device)
+        self.action_obs = wp.zeros((n, j), dtype=float, device=device)
+        self.encoder_bias = wp.zeros((n, j), dtype=float, device=device)
+        self.self_contact_substeps = wp.zeros(n, dtype=wp.int32, device=device)
+        self.steps_since_perturbation = wp.zeros(n, dtype=wp.int32, device=device)
+        self.default_joint_pos: wp.array = wp.array(
+            state.default_joint_pos, dtype=float, device=device
+        )
+        self.soft_joint_limits: wp.array = wp.array(
+            state.soft_joint_limits, dtype=float, device=device
+        )
+
+        # the motion command: the library once, the frames per env
+        lib = command.library
+        lib_bodies = tuple(lib.body_names)
+        body_ids = [lib_bodies.index(name) for name in state.body_names]
+        self._lib: list[wp.array] = [
+            wp.array(getattr(lib, name), dtype=float, device=device) for name in _LIBRARY_ARRAYS
+        ]
+        self._starts = self.ids(lib.starts)
+        self._lengths = self.ids(lib.lengths)
+        self._body_ids = self.ids(body_ids)
+        self.clip_ids = wp.zeros(n, dtype=wp.int32, device=device)
+        self.frames = wp.zeros(n, dtype=wp.int32, device=device)
+        self.clip_end = wp.zeros(n, dtype=wp.bool, device=device)
+        self._all = self.ids(np.arange(n))
+        self._rows = wp.zeros(n, dtype=int, device=device)  # rows of a refresh or reset
+        self._advance = self._reference_step(True, self._all)
+        self._refresh_all = self._reference_step(False, self._all)
+
+        # terminations, then rewards, then the end of the step
+        nt, nr = len(cfg.terminations), len(cfg.rewards)
+        self.fired = wp.zeros((nt, n), dtype=wp.bool, device=device)
+        self.active = wp.ones(nt, dtype=wp.bool, device=device)
+        self.any_term = wp.zeros(n, dtype=wp.bool, device=device)
+        self._raw = wp.zeros((nr, n), dtype=float, device=device)
+        self._weights: wp.array = wp.array(
+            [c.weight for c in cfg.rewards.values()], dtype=float, device=device
+        )
+        self.weighted = wp.zeros((n, nr), dtype=float, device=device)
+        self.term_reward = wp.zeros(n, dtype=float, device=device)
+        self._term_sums = wp.zeros((n, nr), dtype=wp.float64, device=device)
+        self._return = wp.zeros(n, dtype=wp.float64, device=device)
+        self._columns = wp.zeros((nr, n), dtype=float, device=device)
+        self.errors = wp.zeros((n, len(TRACKING_ERRORS)), dtype=float, device=device)
+        self._error_sums = wp.zeros((n, len(TRACKING_ERRORS)), dtype=wp.float64, device=device)
+        self.episode_length = wp.zeros(n, dtype=wp.int32, device=device)
+        self._time_limit_offset = wp.zeros(n, dtype=wp.int32, device=device)
+        self._flags_in = {
+            k: wp.zeros(n, dtype=wp.bool, device=device) for k in ("nonfinite", "held")
+        }
+        self._flags_out = {k: wp.zeros(n, dtype=wp.bool, device=device) for k in (
+            "terminated", "truncated", "clip_end", "done", "teleport")}  # fmt: skip
+        self.reward = wp.zeros(n, dtype=float, device=device)
+        self._counts = wp.zeros(2, dtype=wp.int32, device=device)
+        self._terms = [
+            *(self._bind("termination", name, c, self.fired[k])
+              for k, (name, c) in enumerate(cfg.terminations.items())),
+            _launch(self, k_term.any_fired, self.fired, self.active, self.any_term),
+            *(self._bind("reward", name, c, self._raw[k])
+              for k, (name, c) in enumerate(cfg.rewards.items())),
+            _launch(self, k_rewards.weigh_terms, self._raw, self._weights, float(dt),
+                    self.weighted, self.term_reward),
+        ]  # fmt: skip
+        self._dt = float(dt)
+        self._errors = _launch(
+            self, k_metrics.tracking_errors, self.ref.pos_w, self.ref.quat_w,
+            self.ref_rel_pos_w, self.ref_rel_quat_w, self.robot.pos_w, self.robot.quat_w,
+            self.anchor, self.root, self.ref.joint_pos, self.ref.joint_vel,
+            self.robot.joint_pos, self.robot.joint_vel, self.errors, self._error_sums,
+        )  # fmt: skip
+        self._sums = _launch(self, k_rewards.add_episode_sums, self.weighted, float(dt),
+                             self._term_sums, self._return, self.reward, self._columns)  # fmt: skip
+
+        # observation groups: terms, then noise, then each term's clip and scale
+        self.buffers: dict[str, wp.array] = {}
+        self._group_terms: dict[str, list[Launch]] = {}
+        self._post_terms: dict[str, list[Launch]] = {}
+        self._noise: dict[str, tuple[np.ndarray, wp.array, Launch] | None] = {}
+        for group, terms in cfg.observations.items():
+            self._bind_group(group, terms, cfg.obs_noise)
+
+    # ------------------------------------------------------------------ binding
+    def ids(self, values: Any) -> wp.array:
+        """`values` as a device int array (kept alive as long as this MDP)."""
+        arr: wp.array = wp.array(
+            np.asarray(values, np.int32).reshape(-1), dtype=int, device=self.device
+        )
+        self._keep.append(arr)
+        return arr
+
+    def _bind(
+        self, kind: str, name: str, cfg: RewardTermCfg | TerminationTermCfg, out: wp.array
+    ) -> Launch:
+        params = self._host.resolve_term_params(cfg.params)
+        return _binder(kind, name, cfg.func)(self, out, **params)
+
+    def _bind_group(self, group: str, terms: dict[str, ObsTermCfg], noise: bool) -> None:
+        n = self.num_envs
+        dim = sum(t.dim for t in terms.values())
+        buf = self.buffers[group] = wp.zeros((n, dim), dtype=float, device=self.device)
+        launches, post, noisy = [], [], []
+        start = 0
+        for name, t in terms.items():
+            binder = _binder("observation", f"{group}/{name}", t.func)
+            launches.append(binder(self, buf, start))
+            sl = slice(start, start + t.dim)
+            if noise and t.noise:
+                noisy.append((sl, t.noise))
+            if t.clip is not None or t.scale is not None:
+                low, high = t.clip if t.clip is not None else (0.0, 0.0)
+                post.append(_launch(
+                    self, k_obs.clip_scale, buf, sl.start, sl.stop, float(low), float(high),
+                    t.clip is not None, float(t.scale or 1.0), t.scale is not None))  # fmt: skip
+            start += t.dim
+        self._noise[group] = None
+        if noisy:
+            c = NoiseColumns.of(noisy, n)
+            unit_host = np.zeros(c.size, np.float32)
+            unit = wp.zeros(c.size, dtype=float, device=self.device)
+            add = _launch(self, k_obs.add_uniform_noise, buf, unit, self.ids(c.column),
+                          wp.array(c.scale, dtype=float, device=self.device),
+                          self.ids(c.offset), self.ids(c.width))  # fmt: skip
+            self._keep.append(unit)
+            self._noise[group] = (unit_host, unit, add)
+        self._group_terms[group] = launches
+        self._post_terms[group] = post
+
+    def _reference_step(self, advance: bool, env_ids: wp.array, count: int | None = None):
+        lib = self._lib
+        return wp.launch(
+            k_command.reference_step,
+            dim=self.num_envs if count is None else count,
+            inputs=[
+                self._starts, self._lengths, self.clip_ids, self.frames, advance, self.clip_end,
+                *lib, self._body_ids, self.anchor, _anchor(self.robot.pos_w, self.anchor),
+                _anchor(self.robot.quat_w, self.anchor), env_ids,
+                self.ref.pos_w, self.ref.quat_w, self.ref.lin_vel_w, self.ref.ang_vel_w,
+                self.ref.joint_pos, self.ref.joint_vel, self.ref_rel_pos_w, self.ref_rel_quat_w,
+            ],
+            device=self.device,
+            record_cmd=True,
+        )  # fmt: skip
+
+    # ------------------------------------------------------------------ host <-> device
+    def upload_inputs(self) -> None:
+        """Copy what the host owns to the device: robot state, actions, encoder bias,
+        self-contact counts, steps since the last perturbation, active terminations."""
+        s = self._host
+        self.robot.upload(s.robot)
+        for name in ("action", "last_action", "action_obs", "encoder_bias",
+                     "self_contact_substeps", "steps_since_perturbation"):  # fmt: skip
+            getattr(self, name).assign(getattr(s, name))
+        self.active.assign(self._terminations.active)
+
+    def _upload_frames(self) -> None:
+        c = self._command
+        self.clip_ids.assign(c.clip_ids)
+        self.frames.assign(c.frames)
+        self.clip_end.assign(c.clip_end)
+
+    def _download_reference(self) -> None:
+        s = self._host
+        self.ref.download(s.ref)
+        np.copyto(s.ref_rel_pos_w, self.ref_rel_pos_w.numpy())
+        np.copyto(s.ref_rel_quat_w, self.ref_rel_quat_w.numpy())
+
+    # ------------------------------------------------------------------ the step
+    def step(
+        self,
+        held: np.ndarray,
+        nonfinite: np.ndarray,
+        time_limit_offset: np.ndarray,
+        max_episode_steps: int,
+        episode_length: np.ndarray,
+        out: dict[str, np.ndarray],
+    ) -> tuple[int, int, np.ndarray]:
+        """One control step's MDP after physics: the command advances, terminations, rewards,
+        the end of the step (`gym_motion.kernels.episode.end_step`), tracking errors and
+        episode sums.
+
+        Args:
+            held: (N,) bool rows being autoreset this step. nonfinite: (N,) bool rows whose
+                physics blew up. time_limit_offset: (N,) int32. max_episode_steps: int.
+            episode_length: (N,) int32, the host's episode lengths, overwritten with the
+                device's (one more for every row).
+            out: (N,) host arrays "terminated", "truncated", "clip_end", "done",
+                "teleport" (bool) and "reward" (float32), filled in place.
+
+        Returns:
+            (done rows, teleport rows, the step's weighted terms (K, N) float32, a new array).
+            The host managers' mirrors (clip frames, fired terms, tracking errors, reference)
+            are updated.
+        """
+        self.upload_inputs()
+        self._flags_in["held"].assign(held)
+        self._flags_in["nonfinite"].assign(nonfinite)
+        self._time_limit_offset.assign(time_limit_offset)
+        self._counts.zero_()
+        self._advance.launch()
+        for launch in self._terms:
+            launch()
+        f = self._flags_out
+        wp.launch(
+            k_episode.end_step, dim=self.num_envs, device=self.device,
+            inputs=[self.any_term, self._flags_in["nonfinite"], self.term_reward,
+                    self.clip_end, self._flags_in["held"], self.episode_length,
+                    self._time_limit_offset, int(max_episode_steps), f["terminated"],
+                    f["truncated"], self.reward, f["clip_end"], f["done"], f["teleport"],
+                    self._counts],
+        )  # fmt: skip
+        self._errors()
+        self._sums()
+        for key, arr in f.items():
+            np.copyto(out[key], arr.numpy())
+        np.copyto(out["reward"], self.reward.numpy())
+        np.copyto(episode_length, self.episode_length.numpy())
+        c, t = self._command, self._terminations
+        np.copyto(c.clip_ids, self.clip_ids.numpy())
+        np.copyto(c.frames, self.frames.numpy())
+        np.copyto(c.clip_end, self.clip_end.numpy())
+        np.copyto(c.errors, self.errors.numpy())
+        np.copyto(t.fired, self.fired.numpy())
+        np.copyto(t.terminated, self.any_term.numpy())
+        self._download_reference()
+        counts = self._counts.numpy()
+        return int(counts[0]), int(counts[1]), self._columns.numpy().copy()
+
+    def download_sums(self) -> None:
+        """Copy the episode sums (reward terms, return, tracking errors) to the host managers'
+        buffers, which their ``episode_log`` reads."""
+        np.copyto(self._rewards.term_sums, self._term_sums.numpy())
+        np.copyto(self._rewards.episode_return, self._return.numpy())
+        np.copyto(self._command.error_sums, self._error_sums.numpy())
+
+    def start_episodes(self, ids: np.ndarray) -> None:
+        """New episodes on rows `ids` (M,): their sums and lengths set to 0."""
+        m = self._stage_rows(ids)
+        if m:
+            wp.launch(k_episode.clear_episode_rows, dim=m, device=self.device,
+                      inputs=[self._rows, self._term_sums, self._return, self._error_sums,
+                              self.episode_length])  # fmt: skip
+
+    def refresh(self, ids: np.ndarray | None = None) -> None:
+        """Gather the reference at the host's current frames and re-anchor it on the host's
+        current robot state, for every row or rows `ids` (M,) only (after a reset or an
+        event wrote them)."""
+        self.upload_inputs()
+        self._upload_frames()
+        if ids is None:
+            self._refresh_all.launch()
+        else:
+            m = self._stage_rows(ids)
+            if m:
+                self._reference_step(False, self._rows, m).launch()
+        self._download_reference()
+
+    def _stage_rows(self, ids: np.ndarray) -> int:
+        m = int(np.size(ids))
+        if m:
+            wp.copy(self._rows, wp.array(np.asarray(ids, np.int32), dtype=int,
+                                         device=self.device), count=m)  # fmt: skip
+        return m
+
+    def observations(
+        self, rng: np.random.Generator, groups: tuple[str, ...] | None = None
+    ) -> dict[str, np.ndarray]:
+        """Fill the groups `groups` (all when None) on the device, noise drawn from `rng` as
+        the host manager draws it, and copy them into the host manager's buffers; returns
+        those buffers (owned: copy before handing out)."""
+        self.upload_inputs()
+        host = self._observations.buffers
+        for group in groups or tuple(self.buffers):
+            for launch in self._group_terms[group]:
+                launch()
+            noise = self._noise[group]
+            if noise is not None:
+                unit_host, unit, add = noise
+                rng.random(dtype=np.float32, out=unit_host)
+                unit.assign(unit_host)
+                add()
+            for launch in self._post_terms[group]:
+                launch()
+            np.copyto(host[group], self.buffers[group].numpy())
+        return host

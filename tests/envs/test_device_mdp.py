@@ -1,0 +1,104 @@
+"""The device MDP (``BackendCfg(mdp="device")``, Warp kernels on Warp's CPU device) against
+the host MDP (Numba): the same rollout with autoresets, term by term, to float32 tolerance."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+
+from gym_motion.envs import TrackingVecEnv
+from gym_motion.envs.config import BackendCfg, TrackingEnvCfg, with_anchor_velocity
+from gym_motion.managers.reward import RewardTermCfg
+from gym_motion.training.config import train_env_cfg
+
+# Warp and Numba compile the same float32 math with different compilers, and the rewards
+# are summed in another order: agreement to float32 rounding of the values' scale.
+TOL = {"rtol": 1e-4, "atol": 2e-5}
+
+
+def _on_device(cfg: TrackingEnvCfg) -> TrackingEnvCfg:
+    return dataclasses.replace(cfg, backend=dataclasses.replace(cfg.backend, mdp="device"))
+
+
+def _clip_recipe_task() -> TrackingEnvCfg:
+    """The clip recipe's task with every option the device must mirror: residual actions,
+    adaptive starts, the 0.2 m horizontal term with a grace, the anchor velocity observed."""
+    cfg = train_env_cfg(sampling="adaptive", anchor_horizontal_termination=0.2,
+                        anchor_horizontal_grace_s=0.1)  # fmt: skip
+    return with_anchor_velocity(dataclasses.replace(cfg, action_offset="reference"))
+
+
+def _compare_obs(env: TrackingVecEnv, host, device, step: int) -> None:
+    for group, slices in env.observations.term_slices.items():
+        for term, sl in slices.items():
+            assert_allclose(device[group][:, sl], host[group][:, sl], **TOL,
+                            err_msg=f"step {step}: observation {group}/{term}")  # fmt: skip
+
+
+def _compare_info(host: dict, device: dict, step: int) -> None:
+    assert host.keys() == device.keys(), f"step {step}: {host.keys() ^ device.keys()}"
+    for key, h in host.items():
+        d = device[key]
+        if isinstance(h, dict):  # SAME_STEP's final_obs / final_info
+            _compare_info(h, d, step)
+        elif np.asarray(h).dtype == bool:
+            assert_array_equal(d, h, err_msg=f"step {step}: info {key}")
+        elif np.asarray(h).dtype != object:
+            assert_allclose(d, h, **TOL, err_msg=f"step {step}: info {key}")
+
+
+@pytest.mark.parametrize(
+    ("task", "mode"),
+    [(TrackingEnvCfg(), "next_step"), (_clip_recipe_task(), "same_step")],
+    ids=["default-next_step", "clip_recipe-same_step"],
+)
+def test_a_rollout_with_autoresets_is_the_host_mdps_term_by_term(task, mode):
+    n, steps = 8, 150
+    host = TrackingVecEnv(n, cfg=task, seed=11, obs_mode="dict", autoreset_mode=mode)
+    device = TrackingVecEnv(n, cfg=_on_device(task), seed=11, obs_mode="dict",
+                            autoreset_mode=mode)  # fmt: skip
+    assert device._device_mdp is not None and host._device_mdp is None
+    obs_h, _ = host.reset()
+    obs_d, _ = device.reset()
+    _compare_obs(host, obs_h, obs_d, 0)
+    rng = np.random.default_rng(5)
+    ended = 0
+    for step in range(1, steps + 1):
+        if step == 60:  # a curriculum switch-on, mirrored to the device's kernels
+            host.inactive_terminations = device.inactive_terminations = ("anchor_gravity",)
+        actions = rng.normal(0.0, 1.5, (n, host.single_action_space.shape[0]))
+        obs_h, rew_h, term_h, trunc_h, info_h = host.step(actions)
+        obs_d, rew_d, term_d, trunc_d, info_d = device.step(actions)
+        assert_array_equal(term_d, term_h, err_msg=f"step {step}: terminated")
+        assert_array_equal(trunc_d, trunc_h, err_msg=f"step {step}: truncated")
+        assert_allclose(rew_d, rew_h, **TOL, err_msg=f"step {step}: reward")
+        _compare_obs(host, obs_h, obs_d, step)
+        _compare_info(info_h, info_d, step)
+        assert_array_equal(device.command.frames, host.command.frames)
+        assert_array_equal(device.episode_length, host.episode_length)
+        assert_allclose(device.command.errors, host.command.errors, **TOL)
+        ended += int(np.count_nonzero(term_h | trunc_h))
+    assert ended >= n  # the comparison covered many autoresets, not one episode
+    assert_allclose(device.state.ref.pos_w, host.state.ref.pos_w, **TOL)
+    assert_allclose(device.state.ref_rel_quat_w, host.state.ref_rel_quat_w, **TOL)
+
+
+def test_a_term_without_a_device_kernel_is_refused_by_name():
+    def my_term(state, out):
+        out[:] = 1.0
+
+    cfg = TrackingEnvCfg()
+    cfg = dataclasses.replace(cfg, rewards={**cfg.rewards, "alive": RewardTermCfg(my_term, 1.0)})
+    with pytest.raises(ValueError, match=r"reward term 'alive' .*my_term.* no device kernel"):
+        TrackingVecEnv(2, cfg=_on_device(cfg))
+    TrackingVecEnv(2, cfg=cfg).close()  # the host MDP takes it
+
+
+def test_mdp_must_be_host_or_device():
+    with pytest.raises(ValueError, match=r"BackendCfg.mdp must be 'host' or 'device', got 'gpu'"):
+        BackendCfg(mdp="gpu")
+    assert BackendCfg(name="mjwarp", mdp="device").kwargs().keys() >= {"device"}
+    assert "mdp" not in BackendCfg(mdp="device").kwargs()
