@@ -331,7 +331,8 @@ def bench_env(
     the faster bare loop on its steps), ``step_over_physics`` (step time / bare physics time of
     a control step, 1 / ratio), ``peak_rss_mb`` (the env's, after warm-up, before the bare
     loops exist), ``num_envs``, ``threads``, ``steps`` (all windows), ``repeats``,
-    ``steps_per_repeat``; for "mjwarp" also ``backend_phases_ms`` (control upload, physics,
+    ``steps_per_repeat``, ``mdp`` (where the MDP ran: ``backend_kwargs["mdp"]``, "host" by
+    default); for "mjwarp" also ``backend_phases_ms`` (control upload, physics,
     gather + host copy), measured in a further pass with device synchronisations between them,
     and ``device_memory_mb`` (`device_memory_mb`, after warm-up, before the bare loop exists).
 
@@ -386,6 +387,7 @@ def bench_env(
         if elapsed == min(env_s):
             phases_ms = {k: 1e3 * v / per for k, v in env.phase_s.items()}
     result = _summary(num_envs, backend, threads, per, repeats, env_s, phases_ms, bare_s)
+    result["mdp"] = env.cfg.backend.mdp
     if backend == "mjwarp":
         be = env.backend
         result["device_memory_mb"] = memory
@@ -525,7 +527,8 @@ def _bench_child(
     import subprocess
     import tempfile
 
-    own = {"mujoco": ("num_threads",), "motrix": ("num_threads",), "mjwarp": ("device",)}
+    own = {"mujoco": ("num_threads", "mdp"), "motrix": ("num_threads", "mdp"),
+           "mjwarp": ("device", "mdp")}  # fmt: skip
     kw = {k: v for k, v in kwargs.items() if k in own.get(backend, ())}
     code = (
         "import json, sys; from gym_motion.bench import bench_env, format_result; "

@@ -101,6 +101,7 @@ from gym_motion.backends.binding import (
     root_velocity_kicks,
     self_contact_columns,
 )
+from gym_motion.backends.device_state import DeviceBodyState
 
 _SOLVER_LIMITS = mjw.OverflowType.ITERATIONS | mjw.OverflowType.LS_ITERATIONS
 # Overflow bits after which the step's results are wrong (contacts, constraint rows or sensor
@@ -381,6 +382,20 @@ def _gather(
         out[r, base] = float(self_contact[w])
         out[r, base + 1] = float(bad)
         out[r, base + 2] = float(overflow[w])
+
+
+@wp.kernel
+def _scatter_rows(
+    worlds: wp.array(dtype=int),
+    count: wp.array(dtype=int),
+    rows: wp.array2d(dtype=float),
+    state: wp.array2d(dtype=float),
+):
+    """Row worlds[r] of the step's state buffer = row r of a refresh's, for r < count[0]:
+    the device copy stays current after row writes, as the host copy does."""
+    r, k = wp.tid()
+    if r < count[0]:
+        state[worlds[r], k] = rows[r, k]
 
 
 @wp.kernel
@@ -675,6 +690,13 @@ class MjWarpBackend:
         self._mark(t2, "gather_copy")
         self._read_flags()
 
+    def device_body_state(self) -> DeviceBodyState:
+        """The body state on the device, as views of the buffer every step gathers into
+        (`DeviceBodyState`); current after `step` and after `copy_body_state_w` has brought
+        written rows up to date (the refresh writes them there too). For a device MDP that
+        reads the state where it is."""
+        return DeviceBodyState.of_rows(self._state_dev, self._nb, self._nj)
+
     def copy_body_state_w(self, out: BodyState, env_ids: np.ndarray | None = None) -> None:
         """Fill `out` in place (float32 arrays as in `BodyState`) with the current state, or
         only its rows `env_ids` (M,) (other rows untouched)."""
@@ -891,9 +913,16 @@ class MjWarpBackend:
 
     def _refresh_sequence(self) -> None:
         """Body state after row writes (captured as the "refresh" graph): forward kinematics
-        of every world, then the gather of the written worlds into the first rows."""
+        of every world, the gather of the written worlds into the first rows, and their
+        scatter into the step's buffer (which `device_body_state` views)."""
         self._kinematics()
         self._gather(self._written_dev, self._written_count_dev, self._rows_dev)
+        wp.launch(
+            _scatter_rows,
+            dim=(self.num_envs, self._stride),
+            inputs=[self._written_dev, self._written_count_dev, self._rows_dev],
+            outputs=[self._state_dev],
+        )
 
     def _kinematics(self) -> None:
         """Body poses and velocities (xpos, xquat, subtree_com, cvel) of the current qpos/qvel."""

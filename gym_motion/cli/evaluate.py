@@ -58,7 +58,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def add_policy_args(p: argparse.ArgumentParser) -> None:
     """The policy and env options of ``gym-motion eval`` and ``render``: --model, --onnx,
-    --policy-meta, --policy, --env-id, --frame-per-step, --backend, --seed (read by
+    --policy-meta, --policy, --env-id, --frame-per-step, --backend, --mdp, --seed (read by
     `policy_source`)."""
     g = p.add_argument_group("policy")
     g.add_argument("--model", default=None, metavar="RUN_DIR", help="a gym-motion train run")
@@ -91,6 +91,9 @@ def add_policy_args(p: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     e.add_argument("--backend", default=None, choices=BACKENDS,
                    help="physics backend (default: the run's, else mujoco)")  # fmt: skip
+    e.add_argument("--mdp", default=None, choices=("host", "device"),
+                   help="where the MDP's per-step math runs (BackendCfg.mdp; default: the "
+                   "run's, else host)")  # fmt: skip
     e.add_argument("--seed", type=int, default=0)
 
 
@@ -190,15 +193,17 @@ def policy_source(args: argparse.Namespace, command: str) -> PolicySource:
         cfg = folder.env_cfg()
         if state_estimation is not None:
             cfg = cfg.updated(state_estimation=state_estimation)
-    elif state_estimation is not None or args.backend is not None:
+    elif state_estimation is not None or args.backend is not None or args.mdp is not None:
         cfg = TrackingEnvCfg().updated(state_estimation=state_estimation is not False)
     return PolicySource(name, _with_backend(cfg, args), folder, name)
 
 
 def _with_backend(cfg, args: argparse.Namespace):
-    if cfg is None or args.backend is None:
-        return cfg
-    return cfg.updated(backend=args.backend)
+    if cfg is not None and args.backend is not None:
+        cfg = cfg.updated(backend=args.backend)
+    if cfg is not None and args.mdp is not None:
+        cfg = cfg.updated(backend_kwargs={"mdp": args.mdp})
+    return cfg
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -17,13 +17,12 @@ a task with a term of its own is refused when the env is built.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
 import warp as wp
 
-from gym_motion.backends.base import BodyState
+from gym_motion.backends.device_state import DeviceBodyState
 from gym_motion.kernels.device import command as k_command
 from gym_motion.kernels.device import episode as k_episode
 from gym_motion.kernels.device import metrics as k_metrics
@@ -40,49 +39,12 @@ from gym_motion.managers.reward import RewardManager, RewardTermCfg
 from gym_motion.managers.state import MDPState
 from gym_motion.managers.termination import TerminationManager, TerminationTermCfg
 
-__all__ = ["DEVICE_TERMS", "DeviceBodyState", "DeviceMDP"]
+__all__ = ["DEVICE_TERMS", "DeviceMDP"]
 
 Launch = Callable[[], None]
 # the library's per-frame arrays that `reference_step` reads, in its argument order
 _LIBRARY_ARRAYS = ("body_pos_w", "body_quat_w", "body_lin_vel_w", "body_ang_vel_w", "joint_pos",
                    "joint_vel")  # fmt: skip
-
-
-@dataclass(frozen=True)
-class DeviceBodyState:
-    """A `BodyState` on a Warp device: float32 arrays pos_w, lin_vel_w, ang_vel_w (N, B, 3),
-    quat_w (N, B, 4) wxyz, joint_pos, joint_vel (N, J); world frame, SI units."""
-
-    pos_w: wp.array
-    quat_w: wp.array
-    lin_vel_w: wp.array
-    ang_vel_w: wp.array
-    joint_pos: wp.array
-    joint_vel: wp.array
-
-    @classmethod
-    def zeros(cls, n: int, b: int, j: int, device: str) -> DeviceBodyState:
-        """Zeroed state of `n` envs, `b` bodies, `j` joints (unit quaternions) on `device`."""
-        quat = np.zeros((n, b, 4), np.float32)
-        quat[..., 0] = 1.0
-        return cls(
-            pos_w=wp.zeros((n, b, 3), dtype=float, device=device),
-            quat_w=wp.array(quat, dtype=float, device=device),
-            lin_vel_w=wp.zeros((n, b, 3), dtype=float, device=device),
-            ang_vel_w=wp.zeros((n, b, 3), dtype=float, device=device),
-            joint_pos=wp.zeros((n, j), dtype=float, device=device),
-            joint_vel=wp.zeros((n, j), dtype=float, device=device),
-        )
-
-    def upload(self, host: BodyState) -> None:
-        """Copy every array of `host` (the same shapes, float32) to the device."""
-        for f in fields(self):
-            getattr(self, f.name).assign(getattr(host, f.name))
-
-    def download(self, host: BodyState) -> None:
-        """Copy every array to `host` (the same shapes, float32), in place."""
-        for f in fields(self):
-            np.copyto(getattr(host, f.name), getattr(self, f.name).numpy())
 
 
 # ---------------------------------------------------------------------------------- the terms
@@ -232,6 +194,9 @@ class DeviceMDP:
             receive the device's results (clip frames, tracking errors, episode sums, fired
             terms, observation groups).
         dt: control step, s. device: the Warp device ("cpu", "cuda:0", ...).
+        robot: the robot's state on `device`, read where it is (the mjwarp backend's gather
+            buffer: `MjWarpBackend.device_body_state`); None: a buffer of its own, uploaded
+            from ``state.robot`` before each use.
 
     Raises:
         ValueError: a term that has no device kernel (named), or a bad term parameter.
@@ -247,6 +212,7 @@ class DeviceMDP:
         observations: ObservationManager,
         dt: float,
         device: str,
+        robot: DeviceBodyState | None = None,
     ):
         self.device = device
         self.num_envs = n = state.num_envs
@@ -256,7 +222,8 @@ class DeviceMDP:
         self._terminations, self._observations = terminations, observations
         self._keep: list[wp.array] = []  # index arrays the bound launches read
         b, j = len(state.body_names), state.robot.joint_pos.shape[1]
-        self.robot = DeviceBodyState.zeros(n, b, j, device)
+        self._upload_robot = robot is None
+        self.robot = DeviceBodyState.zeros(n, b, j, device) if robot is None else robot
         self.ref = DeviceBodyState.zeros(n, b, j, device)
         self.ref_rel_pos_w = wp.zeros((n, b, 3), dtype=float, device=device)
         self.ref_rel_quat_w: wp.array = wp.array(state.ref_rel_quat_w, dtype=float, device=device)
@@ -407,10 +374,12 @@ class DeviceMDP:
 
     # ------------------------------------------------------------------ host <-> device
     def upload_inputs(self) -> None:
-        """Copy what the host owns to the device: robot state, actions, encoder bias,
-        self-contact counts, steps since the last perturbation, active terminations."""
+        """Copy what the host owns to the device: robot state (unless read in place),
+        actions, encoder bias, self-contact counts, steps since the last perturbation, active
+        terminations."""
         s = self._host
-        self.robot.upload(s.robot)
+        if self._upload_robot:
+            self.robot.upload(s.robot)
         for name in ("action", "last_action", "action_obs", "encoder_bias",
                      "self_contact_substeps", "steps_since_perturbation"):  # fmt: skip
             getattr(self, name).assign(getattr(s, name))

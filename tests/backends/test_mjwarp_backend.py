@@ -403,6 +403,23 @@ def test_after_row_writes_only_the_written_rows_are_refreshed(model, backend):
     np.testing.assert_array_equal(backend._state_np[[0, 3]], kept)
 
 
+def test_the_device_body_state_is_the_host_copy_after_steps_and_row_writes(model, backend):
+    """`device_body_state` views the buffer a step gathers into; after row writes the refresh
+    scatters the written rows there too, so it holds what `copy_body_state_w` returns."""
+    qpos, qvel = reset_states(model, np.random.default_rng(8))
+    backend.write_state(np.arange(N), qpos, qvel)
+    backend.step(np.tile(g1.DEFAULT_JOINT_POS, (N, 1)).astype(np.float32))
+    on_device = backend.device_body_state()
+    for write in (False, True):
+        if write:  # rows 1 and 3 written, row 2 kicked: the step's values no longer hold there
+            backend.write_state(np.array([1, 3]), qpos[[2, 0]], qvel[[2, 0]])
+            backend.add_root_velocity(np.array([2]), np.array([[0.3, 0.0, 0.0]]),
+                                      np.array([[0.0, 0.0, 0.5]]))  # fmt: skip
+        host = read(backend)
+        for f in FIELDS:
+            np.testing.assert_array_equal(getattr(on_device, f).numpy(), getattr(host, f))
+
+
 def test_the_backend_never_waits_for_the_whole_device(model, backend, monkeypatch):
     """Only the backend's own stream is waited for (on the CPU device launches are synchronous
     and nothing is waited for); other work on the device, a policy's, is never waited for."""

@@ -86,6 +86,31 @@ def test_a_rollout_with_autoresets_is_the_host_mdps_term_by_term(task, mode):
     assert_allclose(device.state.ref_rel_quat_w, host.state.ref_rel_quat_w, **TOL)
 
 
+def test_on_mjwarp_the_device_mdp_reads_the_backends_buffer_and_equals_the_host_mdp():
+    """MuJoCo Warp on Warp's CPU device (deterministic there): the same physics under both
+    MDPs; the device MDP reads the robot state in the backend's own buffer (no upload)."""
+    n, steps = 4, 40
+    task = dataclasses.replace(TrackingEnvCfg(), backend=BackendCfg(name="mjwarp", device="cpu"))
+    host = TrackingVecEnv(n, cfg=task, seed=2, obs_mode="dict")
+    device = TrackingVecEnv(n, cfg=_on_device(task), seed=2, obs_mode="dict")
+    assert not device._device_mdp._upload_robot
+    obs_h, _ = host.reset()
+    obs_d, _ = device.reset()
+    _compare_obs(host, obs_h, obs_d, 0)
+    rng = np.random.default_rng(3)
+    ended = 0
+    for step in range(1, steps + 1):
+        actions = rng.normal(0.0, 3.0, (n, host.single_action_space.shape[0]))
+        obs_h, rew_h, term_h, trunc_h, info_h = host.step(actions)
+        obs_d, rew_d, term_d, trunc_d, info_d = device.step(actions)
+        assert_array_equal(term_d, term_h, err_msg=f"step {step}: terminated")
+        assert_allclose(rew_d, rew_h, **TOL, err_msg=f"step {step}: reward")
+        _compare_obs(host, obs_h, obs_d, step)
+        _compare_info(info_h, info_d, step)
+        ended += int(np.count_nonzero(term_h | trunc_h))
+    assert ended >= 2  # resets wrote rows the device then read in place
+
+
 def test_a_term_without_a_device_kernel_is_refused_by_name():
     def my_term(state, out):
         out[:] = 1.0
