@@ -147,10 +147,10 @@ def build_parts(
 
         # on mjwarp's device, reading its gather buffer; beside the others on Warp's CPU
         in_place = getattr(backend, "device_body_state", None)
-        robot = in_place() if in_place is not None else None
+        robot_on_device = in_place() if in_place is not None else None
         device = getattr(backend, "device", "cpu")
         device_mdp = DeviceMDP(cfg, state, parts.command, parts.rewards, parts.terminations,
-                               parts.observations, dt, device, robot)  # fmt: skip
+                               parts.observations, dt, device, robot_on_device)  # fmt: skip
         parts = dataclasses.replace(parts, device_mdp=device_mdp)
     return parts
 
