@@ -13,9 +13,11 @@ Measures, on one device, and prints as it goes (and writes ``<out>/gpu_check.jso
    bit-equal or not, with ``deterministic`` off and on, and the steps/s of each;
 4. throughput at each N: ``benchmarks/bench_mjwarp.py`` (backend phases, physics-only limit)
    and ``gym-motion bench --backend mjwarp`` (the whole env), each in its own process;
-5. the env against bare MuJoCo Warp at each N, from that bench: env steps/s, bare physics
-   steps/s, their ratio (the device MDP's goal: >= 0.8), the share of a step outside physics,
-   and the device memory per env (Warp's memory pool after warm-up; None on a CPU).
+5. the env against bare MuJoCo Warp at each N, from that bench, once with the MDP on the host
+   (Numba) and once on the device (``--mdp device``, `gym_motion.envs.device_mdp`): env
+   steps/s, bare physics steps/s, their ratio (the device MDP's goal: >= 0.8), the share of a
+   step outside physics, and the device memory per env (Warp's memory pool after warm-up; None
+   on a CPU).
 
 Usage (repo root, on the GPU machine)::
 
@@ -241,12 +243,15 @@ def main(argv: list[str] | None = None) -> None:
         dev = ["--device", args.device]
         _run_tool([sys.executable, "benchmarks/bench_mjwarp.py", "--num-envs", *sizes, *dev,
                    "--steps", str(args.steps)], out, "bench_mjwarp")  # fmt: skip
-        _run_tool([sys.executable, "-m", "gym_motion.cli", "bench", "--backend", "mjwarp", *dev,
-                   "--num-envs", *sizes, "--steps", str(args.steps), "--json",
-                   str(out / "bench.json")], out, "gym_motion_bench")  # fmt: skip
-        bench = out / "bench.json"
-        if bench.exists():
-            save("env_against_bare_physics", against_physics(json.loads(bench.read_text())))
+        for mdp in ("host", "device"):
+            bench = out / f"bench_{mdp}_mdp.json"
+            _run_tool([sys.executable, "-m", "gym_motion.cli", "bench", "--backend", "mjwarp",
+                       *dev, "--mdp", mdp, "--num-envs", *sizes, "--steps", str(args.steps),
+                       "--json", str(bench)], out, f"gym_motion_bench_{mdp}_mdp")  # fmt: skip
+            if bench.exists():
+                print(f"\nthe MDP on the {mdp}:")
+                rows = against_physics(json.loads(bench.read_text()))
+                save(f"env_against_bare_physics_{mdp}_mdp", rows)
     if cache is not None:
         shutil.rmtree(cache, ignore_errors=True)
     print(f"\nresults in {out}/")

@@ -26,11 +26,14 @@ def test_the_gpu_check_runs_dry_on_the_cpu(tmp_path):
     assert result["machine"]["device"] == "cpu"
     assert result["startup_warm_cache_n8"]["env_steps_per_s"] > 0
     assert "bit_equal" in result["reproducibility_deterministic_True_n8"]
-    rows = result["env_against_bare_physics"]  # the whole env, through `gym-motion bench`
-    assert sorted(rows) == ["4", "8"]
-    for row in rows.values():
-        assert row["env_steps_per_s"] > 0 and row["bare_steps_per_s"] > 0
-        assert math.isclose(row["ratio"], row["env_steps_per_s"] / row["bare_steps_per_s"])
-        assert 0.0 < row["outside_physics"] < 1.0
-        assert row["device_memory_kb_per_env"] is None  # no memory pool on a CPU
+    for mdp in ("host", "device"):  # the whole env, through `gym-motion bench --mdp`
+        rows = result[f"env_against_bare_physics_{mdp}_mdp"]
+        assert sorted(rows) == ["4", "8"]
+        for row in rows.values():
+            assert row["env_steps_per_s"] > 0 and row["bare_steps_per_s"] > 0
+            assert math.isclose(row["ratio"], row["env_steps_per_s"] / row["bare_steps_per_s"])
+            assert 0.0 < row["outside_physics"] < 1.0
+            assert row["device_memory_kb_per_env"] is None  # no memory pool on a CPU
+        bench = json.loads((tmp_path / f"bench_{mdp}_mdp.json").read_text())
+        assert {r["mdp"] for r in bench} == {mdp}
     assert "outside physics" in proc.stdout and "exit 0" in proc.stdout

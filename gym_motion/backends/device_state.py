@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import numpy as np
 import warp as wp
-
-from gym_motion.backends.base import BodyState
 
 __all__ = ["DeviceBodyState"]
 
@@ -71,13 +69,3 @@ class DeviceBodyState:
             joint_pos=view(13 * b, (n, j)),
             joint_vel=view(13 * b + j, (n, j)),
         )
-
-    def upload(self, host: BodyState) -> None:
-        """Copy every array of `host` (the same shapes, float32) to the device."""
-        for f in fields(self):
-            getattr(self, f.name).assign(getattr(host, f.name))
-
-    def download(self, host: BodyState) -> None:
-        """Copy every array to `host` (the same shapes, float32), in place."""
-        for f in fields(self):
-            np.copyto(getattr(host, f.name), getattr(self, f.name).numpy())

@@ -181,6 +181,55 @@ def _binder(kind: str, name: str, func: Callable) -> Callable[..., Launch]:
     return binder
 
 
+# ------------------------------------------------------------------------ host <-> device
+
+
+class _Copies:
+    """Whole-array copies between NumPy and a Warp device. On a GPU they pass through pinned
+    host buffers, made once per device array: uploads are queued on the device's stream, and
+    a batch of downloads waits once for the stream. On Warp's CPU device they are plain
+    copies. Every upload of a step is followed by a batch of downloads before the next upload
+    of the same array (its pinned buffer is then free again)."""
+
+    def __init__(self, device: str):
+        self._cuda = wp.get_device(device).is_cuda
+        self._pinned: dict[int, tuple[wp.array, np.ndarray]] = {}
+
+    def _stage(self, arr: wp.array) -> tuple[wp.array, np.ndarray]:
+        staged = self._pinned.get(id(arr))
+        if staged is None:
+            host = wp.empty(arr.shape, dtype=arr.dtype, device="cpu", pinned=True)
+            staged = self._pinned[id(arr)] = (host, host.numpy())
+        return staged
+
+    def upload(self, pairs: list[tuple[wp.array, np.ndarray]]) -> None:
+        """``device[...] = host`` for each (device array, NumPy array) of equal shapes."""
+        for dev, host in pairs:
+            if not self._cuda:
+                dev.assign(host)
+                continue
+            stage, view = self._stage(dev)
+            np.copyto(view, host, casting="unsafe")
+            wp.copy(dev, stage)
+
+    def download(self, pairs: list[tuple[wp.array, np.ndarray]]) -> None:
+        """``host[...] = device`` for each (device array, NumPy array) of equal shapes."""
+        if not self._cuda:
+            for dev, host in pairs:
+                np.copyto(host, dev.numpy(), casting="unsafe")
+            return
+        for dev, _ in pairs:
+            wp.copy(self._stage(dev)[0], dev)
+        wp.synchronize_stream(wp.get_stream(dev.device))
+        for dev, host in pairs:
+            np.copyto(host, self._stage(dev)[1], casting="unsafe")
+
+
+def _body_pairs(dev: DeviceBodyState, host: Any) -> list[tuple[wp.array, np.ndarray]]:
+    names = ("pos_w", "quat_w", "lin_vel_w", "ang_vel_w", "joint_pos", "joint_vel")
+    return [(getattr(dev, name), getattr(host, name)) for name in names]
+
+
 # --------------------------------------------------------------------------------- the MDP
 
 
@@ -221,6 +270,7 @@ class DeviceMDP:
         self._command, self._rewards = command, rewards
         self._terminations, self._observations = terminations, observations
         self._keep: list[wp.array] = []  # index arrays the bound launches read
+        self._copies = _Copies(device)
         b, j = len(state.body_names), state.robot.joint_pos.shape[1]
         self._upload_robot = robot is None
         self.robot = DeviceBodyState.zeros(n, b, j, device) if robot is None else robot
@@ -306,6 +356,7 @@ class DeviceMDP:
         self.buffers: dict[str, wp.array] = {}
         self._group_terms: dict[str, list[Launch]] = {}
         self._post_terms: dict[str, list[Launch]] = {}
+        self._observed: tuple[str, ...] = ()  # the groups the last `observations` computed
         self._noise: dict[str, tuple[np.ndarray, wp.array, Launch] | None] = {}
         for group, terms in cfg.observations.items():
             self._bind_group(group, terms, cfg.obs_noise)
@@ -378,24 +429,21 @@ class DeviceMDP:
         actions, encoder bias, self-contact counts, steps since the last perturbation, active
         terminations."""
         s = self._host
-        if self._upload_robot:
-            self.robot.upload(s.robot)
-        for name in ("action", "last_action", "action_obs", "encoder_bias",
-                     "self_contact_substeps", "steps_since_perturbation"):  # fmt: skip
-            getattr(self, name).assign(getattr(s, name))
-        self.active.assign(self._terminations.active)
+        pairs = _body_pairs(self.robot, s.robot) if self._upload_robot else []
+        pairs += [(getattr(self, name), getattr(s, name)) for name in (
+            "action", "last_action", "action_obs", "encoder_bias", "self_contact_substeps",
+            "steps_since_perturbation")]  # fmt: skip
+        pairs.append((self.active, self._terminations.active))
+        self._copies.upload(pairs)
 
-    def _upload_frames(self) -> None:
+    def _frame_pairs(self) -> list[tuple[wp.array, np.ndarray]]:
         c = self._command
-        self.clip_ids.assign(c.clip_ids)
-        self.frames.assign(c.frames)
-        self.clip_end.assign(c.clip_end)
+        return [(self.clip_ids, c.clip_ids), (self.frames, c.frames), (self.clip_end, c.clip_end)]
 
-    def _download_reference(self) -> None:
+    def _reference_pairs(self) -> list[tuple[wp.array, np.ndarray]]:
         s = self._host
-        self.ref.download(s.ref)
-        np.copyto(s.ref_rel_pos_w, self.ref_rel_pos_w.numpy())
-        np.copyto(s.ref_rel_quat_w, self.ref_rel_quat_w.numpy())
+        return [*_body_pairs(self.ref, s.ref), (self.ref_rel_pos_w, s.ref_rel_pos_w),
+                (self.ref_rel_quat_w, s.ref_rel_quat_w)]  # fmt: skip
 
     # ------------------------------------------------------------------ the step
     def step(
@@ -425,9 +473,9 @@ class DeviceMDP:
             are updated.
         """
         self.upload_inputs()
-        self._flags_in["held"].assign(held)
-        self._flags_in["nonfinite"].assign(nonfinite)
-        self._time_limit_offset.assign(time_limit_offset)
+        self._copies.upload([(self._flags_in["held"], held),
+                             (self._flags_in["nonfinite"], nonfinite),
+                             (self._time_limit_offset, time_limit_offset)])  # fmt: skip
         self._counts.zero_()
         self._advance.launch()
         for launch in self._terms:
@@ -443,27 +491,31 @@ class DeviceMDP:
         )  # fmt: skip
         self._errors()
         self._sums()
-        for key, arr in f.items():
-            np.copyto(out[key], arr.numpy())
-        np.copyto(out["reward"], self.reward.numpy())
-        np.copyto(episode_length, self.episode_length.numpy())
         c, t = self._command, self._terminations
-        np.copyto(c.clip_ids, self.clip_ids.numpy())
-        np.copyto(c.frames, self.frames.numpy())
-        np.copyto(c.clip_end, self.clip_end.numpy())
-        np.copyto(c.errors, self.errors.numpy())
-        np.copyto(t.fired, self.fired.numpy())
-        np.copyto(t.terminated, self.any_term.numpy())
-        self._download_reference()
-        counts = self._counts.numpy()
-        return int(counts[0]), int(counts[1]), self._columns.numpy().copy()
+        counts, columns = np.zeros(2, np.int32), np.empty(self._columns.shape, np.float32)
+        self._copies.download([
+            *((arr, out[key]) for key, arr in f.items()), (self.reward, out["reward"]),
+            (self.episode_length, episode_length), *self._frame_pairs(),
+            (self.errors, c.errors), (self.fired, t.fired), (self.any_term, t.terminated),
+            *self._reference_pairs(), (self._counts, counts), (self._columns, columns),
+        ])  # fmt: skip
+        return int(counts[0]), int(counts[1]), columns
+
+    def results(self) -> dict[str, wp.array]:
+        """The observation groups the last `observations` computed, and "reward",
+        "terminated" and "truncated" of the last step, on the device
+        (`TrackingVecEnv.device_arrays`)."""
+        f = self._flags_out
+        out = {g: self.buffers[g] for g in self._observed}
+        out.update(reward=self.reward, terminated=f["terminated"], truncated=f["truncated"])
+        return out
 
     def download_sums(self) -> None:
         """Copy the episode sums (reward terms, return, tracking errors) to the host managers'
         buffers, which their ``episode_log`` reads."""
-        np.copyto(self._rewards.term_sums, self._term_sums.numpy())
-        np.copyto(self._rewards.episode_return, self._return.numpy())
-        np.copyto(self._command.error_sums, self._error_sums.numpy())
+        self._copies.download([(self._term_sums, self._rewards.term_sums),
+                               (self._return, self._rewards.episode_return),
+                               (self._error_sums, self._command.error_sums)])  # fmt: skip
 
     def start_episodes(self, ids: np.ndarray) -> None:
         """New episodes on rows `ids` (M,): their sums and lengths set to 0."""
@@ -478,14 +530,14 @@ class DeviceMDP:
         current robot state, for every row or rows `ids` (M,) only (after a reset or an
         event wrote them)."""
         self.upload_inputs()
-        self._upload_frames()
+        self._copies.upload(self._frame_pairs())
         if ids is None:
             self._refresh_all.launch()
         else:
             m = self._stage_rows(ids)
             if m:
                 self._reference_step(False, self._rows, m).launch()
-        self._download_reference()
+        self._copies.download(self._reference_pairs())
 
     def _stage_rows(self, ids: np.ndarray) -> int:
         m = int(np.size(ids))
@@ -502,16 +554,17 @@ class DeviceMDP:
         those buffers (owned: copy before handing out)."""
         self.upload_inputs()
         host = self._observations.buffers
-        for group in groups or tuple(self.buffers):
+        self._observed = groups or tuple(self.buffers)
+        for group in self._observed:
             for launch in self._group_terms[group]:
                 launch()
             noise = self._noise[group]
             if noise is not None:
                 unit_host, unit, add = noise
                 rng.random(dtype=np.float32, out=unit_host)
-                unit.assign(unit_host)
+                self._copies.upload([(unit, unit_host)])
                 add()
             for launch in self._post_terms[group]:
                 launch()
-            np.copyto(host[group], self.buffers[group].numpy())
+        self._copies.download([(self.buffers[g], host[g]) for g in self._observed])
         return host

@@ -344,6 +344,33 @@ class TrackingVecEnv(VectorApiMixin, RenderMixin, TimeLimitMixin, VectorEnv):
         self.terminations.inactive = names
 
     @property
+    def mdp_device(self) -> str | None:
+        """The Warp device of the device MDP ("cuda:0", "cpu"), or None for the host MDP."""
+        return None if self._device_mdp is None else self._device_mdp.device
+
+    def device_arrays(self) -> dict[str, Any]:
+        """What the last `step` returned, where the device MDP keeps it
+        (``cfg.backend.mdp == "device"``), as Warp arrays on its device: each observation
+        group of the observation by name ("policy"; "critic" too with ``obs_mode="dict"``),
+        (N, D) float32, also after a `reset`; "reward" (N,) float32; "terminated",
+        "truncated" (N,) bool. The next step or reset overwrites them.
+
+        A learner on the same device takes them without a copy: ``warp.to_torch(a)`` (or
+        ``torch.from_dlpack(a)``) is a tensor on the same memory; clone it to keep it past the
+        next step (`gym_motion.adapters.rsl_rl.RslRlVecEnv` does).
+
+        Raises:
+            RuntimeError: the env runs the host MDP.
+        """
+        if self._device_mdp is None:
+            raise RuntimeError(
+                "device_arrays() needs the device MDP: build the env with "
+                "TrackingEnvCfg(backend=BackendCfg(..., mdp='device')); this env runs the "
+                "host MDP"
+            )
+        return self._device_mdp.results()
+
+    @property
     def sampling_stats(self) -> dict[str, float]:
         """Normalised entropy and top-1 probability of the adaptive sampler's bins."""
         sampler = self.command.sampler
@@ -411,6 +438,8 @@ class TrackingVecEnv(VectorApiMixin, RenderMixin, TimeLimitMixin, VectorEnv):
             for group, rows in kept.items():
                 self.observations.buffers[group][others] = rows
                 (obs[group] if self.obs_mode == "dict" else obs)[others] = rows
+                if self._device_mdp is not None:
+                    self._device_mdp.buffers[group].assign(self.observations.buffers[group])
         return obs, {}
 
     @on_batch_threads

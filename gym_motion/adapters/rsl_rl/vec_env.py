@@ -58,6 +58,24 @@ __all__ = ["RslRlVecEnv"]
 _PER_STEP = ("reward/", "rollout/")
 
 
+def _shares_device(env: Any, device: torch.device) -> bool:
+    """Whether `env` runs the device MDP on torch's `device` (its arrays then reach torch
+    without the host)."""
+    where = getattr(env, "mdp_device", None)
+    if where is None:
+        return False
+    import warp as wp
+
+    return torch.device(wp.device_to_torch(where)) == device
+
+
+def _tensor(array: Any) -> torch.Tensor:
+    """A torch copy, on the same device, of a Warp array the env will overwrite."""
+    import warp as wp
+
+    return wp.to_torch(array).clone()
+
+
 class RslRlVecEnv(VecEnv):
     """rsl_rl's ``VecEnv`` over a `TrackingVecEnv` in SAME_STEP autoreset mode.
 
@@ -66,7 +84,10 @@ class RslRlVecEnv(VecEnv):
             created with ``autoreset_mode="same_step"``; ``obs_mode="dict"`` gives the
             critic its privileged group.
         device: torch device of the observations, rewards and flags that `step` returns and
-            of `episode_length_buf` (the env itself runs on NumPy; "cuda:0" moves the tensors).
+            of `episode_length_buf`. With the env's device MDP on that device
+            (``BackendCfg(mdp="device")``) they come from `TrackingVecEnv.device_arrays`
+            (device-to-device clones); else from the env's NumPy results ("cuda:0" copies
+            them there).
         clip_actions: clip actions to [-clip_actions, clip_actions] before the env sees them
             (None: no clipping, as the env does not clip).
 
@@ -122,6 +143,7 @@ class RslRlVecEnv(VecEnv):
         self._step_stats = TrackingStats(terms)
         self.last_info: dict[str, Any] = {}
         self.steps = 0
+        self._on_device = _shares_device(base, self.device)
         obs, _ = env.reset()
         self._obs = self._tensordict(obs)
         self._length_buf = self._steps_against_limit()
@@ -175,9 +197,16 @@ class RslRlVecEnv(VecEnv):
         self._obs = self._tensordict(obs)
         self._length_buf = self._steps_against_limit()
         dev = self.device
-        dones = torch.from_numpy(terminated | truncated).to(dev, torch.long)
-        extras = {"time_outs": torch.from_numpy(truncated).to(dev), "log": self._log(info)}
-        return self._obs, torch.from_numpy(reward).to(dev), dones, extras
+        if self._on_device:
+            arrays = self._base.device_arrays()
+            reward_t = _tensor(arrays["reward"])
+            terminated_t, truncated_t = _tensor(arrays["terminated"]), _tensor(arrays["truncated"])
+        else:
+            reward_t = torch.from_numpy(reward).to(dev)
+            terminated_t, truncated_t = torch.from_numpy(terminated), torch.from_numpy(truncated)
+        dones = (terminated_t | truncated_t).to(dev, torch.long)
+        extras = {"time_outs": truncated_t.to(dev), "log": self._log(info)}
+        return self._obs, reward_t, dones, extras
 
     # ------------------------------------------------------------------ the rest
     def reset(self, seed: int | None = None) -> tuple[TensorDict, dict]:
@@ -198,7 +227,11 @@ class RslRlVecEnv(VecEnv):
 
     def _tensordict(self, obs: np.ndarray | dict[str, np.ndarray]) -> TensorDict:
         groups = obs if isinstance(obs, dict) else {"policy": obs}
-        tensors = {k: torch.from_numpy(v).to(self.device) for k, v in groups.items()}
+        if self._on_device:
+            arrays = self._base.device_arrays()
+            tensors = {k: _tensor(arrays[k]) for k in groups}
+        else:
+            tensors = {k: torch.from_numpy(v).to(self.device) for k, v in groups.items()}
         return TensorDict(tensors, batch_size=[self.num_envs], device=self.device)
 
     def _steps_against_limit(self) -> torch.Tensor:

@@ -181,3 +181,39 @@ def test_init_at_random_ep_len_spreads_the_time_limits_not_the_lengths():
     np.testing.assert_array_equal(base.episode_length[alive], 1)
     np.testing.assert_array_equal(base.time_limit_offset[alive], start.numpy()[alive])
     np.testing.assert_array_equal(env.episode_length_buf.numpy()[alive], start.numpy()[alive] + 1)
+
+
+def test_with_the_device_mdp_tensors_come_from_the_device_arrays_as_the_env_returned_them():
+    """Warp's CPU device stands in for a GPU: the adapter takes the device MDP's arrays
+    (`TrackingVecEnv.device_arrays`), not the NumPy results, and gives what the env returned,
+    in tensors of its own (clones: the env overwrites its arrays on the next step)."""
+    import dataclasses
+
+    import warp as wp
+
+    from gym_motion.envs import TrackingEnvCfg
+
+    cfg = TrackingEnvCfg()
+    cfg = dataclasses.replace(cfg, backend=dataclasses.replace(cfg.backend, mdp="device"))
+    env = make(cfg=cfg)
+    assert env._on_device and env.unwrapped.mdp_device == "cpu"
+    with pytest.raises(RuntimeError, match=r"device_arrays\(\) needs the device MDP"):
+        make().unwrapped.device_arrays()
+    read = []
+    real = env.unwrapped.device_arrays
+    env.unwrapped.device_arrays = lambda: read.append(1) or real()
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        actions = torch.as_tensor(rng.normal(0.0, 2.0, (N, 29)), dtype=torch.float32)
+        obs, rew, dones, extras = env.step(actions)
+        info = env.last_info
+        arrays = real()
+        np.testing.assert_array_equal(rew.numpy(), arrays["reward"].numpy())
+        terminated, truncated = arrays["terminated"].numpy(), arrays["truncated"].numpy()
+        np.testing.assert_array_equal(dones.numpy(), (terminated | truncated).astype(np.int64))
+        np.testing.assert_array_equal(extras["time_outs"].numpy(), truncated)
+        for group in ("policy", "critic"):
+            np.testing.assert_array_equal(obs[group].numpy(), arrays[group].numpy())
+            assert obs[group].data_ptr() != wp.to_torch(arrays[group]).data_ptr()
+        assert "reward/body_pos" in info
+    assert len(read) == 60  # every step: observations, then reward and flags
