@@ -4,11 +4,11 @@
 What runs on the device each control step: the motion command (advance, gather, re-anchor),
 the termination terms and their OR, the reward terms and their weighing, the end of the step
 (flags, masked reward, episode length), the tracking errors, the episode sums, and every
-observation group (terms, noise, clip, scale). The host keeps what it owns in this first
-version and mirrors it both ways (docs/backends.md, "The MDP on the GPU"): actions, resets
-(RSI and the adaptive sampler on the host's random stream), events, and the Gymnasium API's
-NumPy results. Observation noise is drawn from the host's stream, so a run gives the host
-MDP's values to float32 tolerance (``tests/test_device_mdp.py``).
+observation group (terms, noise drawn on the device, clip, scale). The host keeps what it owns
+in this first version and mirrors it both ways (docs/backends.md, "The MDP on the GPU"):
+actions, resets (RSI and the adaptive sampler on the host's random stream), events, and the
+Gymnasium API's NumPy results. Without observation noise a run gives the host MDP's values to
+float32 rounding (``tests/envs/test_device_mdp.py``); with it, the noise is the device's own.
 
 A term runs on the device when it is one of the package's built-in terms (`DEVICE_TERMS`);
 a task with a term of its own is refused when the env is built.
@@ -357,7 +357,7 @@ class DeviceMDP:
         self._group_terms: dict[str, list[Launch]] = {}
         self._post_terms: dict[str, list[Launch]] = {}
         self._observed: tuple[str, ...] = ()  # the groups the last `observations` computed
-        self._noise: dict[str, tuple[np.ndarray, wp.array, Launch] | None] = {}
+        self._noise: dict[str, tuple[wp.array, wp.array] | None] = {}  # (column, scale)
         for group, terms in cfg.observations.items():
             self._bind_group(group, terms, cfg.obs_noise)
 
@@ -397,13 +397,8 @@ class DeviceMDP:
         self._noise[group] = None
         if noisy:
             c = NoiseColumns.of(noisy, n)
-            unit_host = np.zeros(c.size, np.float32)
-            unit = wp.zeros(c.size, dtype=float, device=self.device)
-            add = _launch(self, k_obs.add_uniform_noise, buf, unit, self.ids(c.column),
-                          wp.array(c.scale, dtype=float, device=self.device),
-                          self.ids(c.offset), self.ids(c.width))  # fmt: skip
-            self._keep.append(unit)
-            self._noise[group] = (unit_host, unit, add)
+            scale: wp.array = wp.array(c.scale, dtype=float, device=self.device)
+            self._noise[group] = (self.ids(c.column), scale)
         self._group_terms[group] = launches
         self._post_terms[group] = post
 
@@ -549,9 +544,13 @@ class DeviceMDP:
     def observations(
         self, rng: np.random.Generator, groups: tuple[str, ...] | None = None
     ) -> dict[str, np.ndarray]:
-        """Fill the groups `groups` (all when None) on the device, noise drawn from `rng` as
-        the host manager draws it, and copy them into the host manager's buffers; returns
-        those buffers (owned: copy before handing out)."""
+        """Fill the groups `groups` (all when None) on the device and copy them into the host
+        manager's buffers; returns those buffers (owned: copy before handing out).
+
+        Noise: each noisy group takes one seed from `rng` per call and draws its uniforms on
+        the device (`gym_motion.kernels.device.observations.add_drawn_uniform_noise`), where
+        the host MDP draws N x C floats from `rng`: with noise on, the two MDPs draw different
+        noise and their streams part (the same seed still gives the same run)."""
         self.upload_inputs()
         host = self._observations.buffers
         self._observed = groups or tuple(self.buffers)
@@ -559,11 +558,10 @@ class DeviceMDP:
             for launch in self._group_terms[group]:
                 launch()
             noise = self._noise[group]
-            if noise is not None:
-                unit_host, unit, add = noise
-                rng.random(dtype=np.float32, out=unit_host)
-                self._copies.upload([(unit, unit_host)])
-                add()
+            if noise is not None:  # one seed from the env's stream, the draws on the device
+                seed = int(rng.integers(0, 2**31 - 1))
+                wp.launch(k_obs.add_drawn_uniform_noise, dim=self.num_envs, device=self.device,
+                          inputs=[self.buffers[group], seed, *noise])  # fmt: skip
             for launch in self._post_terms[group]:
                 launch()
         self._copies.download([(self.buffers[g], host[g]) for g in self._observed])

@@ -1,5 +1,6 @@
 """The device MDP (``BackendCfg(mdp="device")``, Warp kernels on Warp's CPU device) against
-the host MDP (Numba): the same rollout with autoresets, term by term, to float32 tolerance."""
+the host MDP (Numba): the same rollout with autoresets, term by term, to float32 tolerance
+(without observation noise, which each MDP draws on its own device); the device's noise."""
 
 from __future__ import annotations
 
@@ -21,6 +22,11 @@ TOL = {"rtol": 1e-4, "atol": 2e-5}
 
 def _on_device(cfg: TrackingEnvCfg) -> TrackingEnvCfg:
     return dataclasses.replace(cfg, backend=dataclasses.replace(cfg.backend, mdp="device"))
+
+
+def _quiet(cfg: TrackingEnvCfg) -> TrackingEnvCfg:
+    """`cfg` without observation noise (each MDP draws its own)."""
+    return dataclasses.replace(cfg, obs_noise=False)
 
 
 def _clip_recipe_task() -> TrackingEnvCfg:
@@ -52,7 +58,7 @@ def _compare_info(host: dict, device: dict, step: int) -> None:
 
 @pytest.mark.parametrize(
     ("task", "mode"),
-    [(TrackingEnvCfg(), "next_step"), (_clip_recipe_task(), "same_step")],
+    [(_quiet(TrackingEnvCfg()), "next_step"), (_quiet(_clip_recipe_task()), "same_step")],
     ids=["default-next_step", "clip_recipe-same_step"],
 )
 def test_a_rollout_with_autoresets_is_the_host_mdps_term_by_term(task, mode):
@@ -90,7 +96,9 @@ def test_on_mjwarp_the_device_mdp_reads_the_backends_buffer_and_equals_the_host_
     """MuJoCo Warp on Warp's CPU device (deterministic there): the same physics under both
     MDPs; the device MDP reads the robot state in the backend's own buffer (no upload)."""
     n, steps = 4, 40
-    task = dataclasses.replace(TrackingEnvCfg(), backend=BackendCfg(name="mjwarp", device="cpu"))
+    task = dataclasses.replace(
+        _quiet(TrackingEnvCfg()), backend=BackendCfg(name="mjwarp", device="cpu")
+    )
     host = TrackingVecEnv(n, cfg=task, seed=2, obs_mode="dict")
     device = TrackingVecEnv(n, cfg=_on_device(task), seed=2, obs_mode="dict")
     assert not device._device_mdp._upload_robot
@@ -109,6 +117,34 @@ def test_on_mjwarp_the_device_mdp_reads_the_backends_buffer_and_equals_the_host_
         _compare_info(info_h, info_d, step)
         ended += int(np.count_nonzero(term_h | trunc_h))
     assert ended >= 2  # resets wrote rows the device then read in place
+
+
+def test_the_device_draws_uniform_noise_of_each_terms_half_width_per_row_and_step():
+    """256 envs reset on the same states with and without noise: the difference is each noisy
+    column's uniform draw in [-s, s] (mean 0, variance s^2 / 3), other columns untouched; the
+    same seed draws the same noise, the next draw other noise."""
+    n = 256
+    task = _on_device(TrackingEnvCfg())
+    noisy = TrackingVecEnv(n, cfg=task, seed=4)
+    clean = TrackingVecEnv(n, cfg=_quiet(task), seed=4)
+    obs, _ = noisy.reset()
+    ref, _ = clean.reset()  # the same RSI draws: noise is drawn after them
+    delta = obs - ref
+    half = np.zeros(delta.shape[1], np.float32)
+    for name, sl in noisy.observations.term_slices["policy"].items():
+        half[sl] = task.observations["policy"][name].noise
+    assert (half > 0).any() and (half == 0).any()
+    quiet = half == 0
+    assert_array_equal(delta[:, quiet], 0.0)
+    d, s = delta[:, ~quiet], half[~quiet]
+    assert np.all(np.abs(d) <= s * (1 + 1e-5) + 1e-6)
+    unit = d / s  # uniform on [-1, 1]: mean 0, variance 1/3, over 256 rows per column
+    assert abs(unit.mean()) < 0.02 and abs(unit.var() - 1 / 3) < 0.02
+    assert np.abs(np.corrcoef(unit[:-1].ravel(), unit[1:].ravel())[0, 1]) < 0.02  # rows differ
+    again, _ = noisy.reset(seed=4)
+    assert_array_equal(again, obs)
+    redrawn = noisy._observation()  # the same state, the stream's next seed
+    assert np.all((redrawn != again)[:, ~quiet].mean(0) > 0.99)
 
 
 def test_a_term_without_a_device_kernel_is_refused_by_name():

@@ -111,6 +111,25 @@ def add_uniform_noise(
 
 
 @wp.kernel
+def add_drawn_uniform_noise(
+    obs: wp.array2d(dtype=float),
+    seed: int,
+    column: wp.array(dtype=int),
+    scale: wp.array(dtype=float),
+):
+    """``obs[i, column[c]] += (2 u - 1) scale[c]``, u uniform in [0, 1) drawn on the device:
+    Warp's PCG generator keyed by (`seed`, ``i C + c``), so one seed per step gives every row
+    and column a draw of its own (the device MDP's noise; its host twin reads a host draw,
+    `add_uniform_noise`)."""
+    i = wp.tid()
+    nc = column.shape[0]
+    for c in range(nc):
+        state = wp.rand_init(seed, i * nc + c)
+        u = wp.randf(state)
+        obs[i, column[c]] = obs[i, column[c]] + (2.0 * u - 1.0) * scale[c]
+
+
+@wp.kernel
 def copy_columns(src: wp.array2d(dtype=float), out: wp.array2d(dtype=float), col: int):
     """``out[i, col : col+D] = src[i]``; src (N, D): the host terms' ``np.copyto`` (joint
     velocities, last action)."""
