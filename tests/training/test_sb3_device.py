@@ -141,6 +141,50 @@ def test_device_rollouts_take_the_samples_and_updates_of_sb3s_path(obs_mode, tmp
         assert all(float(row[key]) > 0 for row in b["csv"]), key
 
 
+@pytest.mark.parametrize("obs_mode", ["dict", "policy"])
+def test_observations_read_on_the_envs_device_take_the_same_samples_and_statistics(obs_mode):
+    """The device path over the host MDP against it over the device MDP (Warp's CPU device
+    and torch's CPU stand in for one GPU): the env's arrays read and normalised where they
+    are give the same observations, rewards, episode starts, VecNormalize statistics and
+    weights, to float rounding (without observation noise: each MDP draws its own)."""
+    import dataclasses
+
+    runs = {}
+    for mdp in ("host", "device"):
+        config = RunConfig(num_envs=6, obs_mode=obs_mode, seed=1,
+                           ppo={"n_steps": 16, "n_epochs": 2, "net_arch": [32, 32]})  # fmt: skip
+        task = dataclasses.replace(config.env, obs_noise=False)
+        task = dataclasses.replace(task, backend=dataclasses.replace(task.backend, mdp=mdp))
+        env = TrackingVecEnv(6, cfg=task, autoreset_mode="same_step", obs_mode=obs_mode,
+                             max_episode_steps=12, seed=1)  # fmt: skip
+        venv = VecNormalize(SB3VecEnv(env), norm_obs=True, norm_reward=False, clip_obs=10.0)
+        model, _ = make_model(config, venv, device_rollouts=True)
+        assert model._device_observations(venv.venv) == (mdp == "device")
+        model.learn(2 * 16 * 6)
+        buf = model.rollout_buffer
+        obs = buf.observations if isinstance(buf.observations, dict) else {"": buf.observations}
+        rms = venv.obs_rms if isinstance(venv.obs_rms, dict) else {"": venv.obs_rms}
+        runs[mdp] = {
+            "obs": {k: np.asarray(v) for k, v in obs.items()},
+            "rewards": np.asarray(buf.rewards),
+            "starts": np.asarray(buf.episode_starts),
+            "rms": {k: (r.mean.copy(), r.var.copy(), r.count) for k, r in rms.items()},
+            "weights": {k: v.numpy().copy() for k, v in model.policy.state_dict().items()},
+        }
+    a, b = runs["host"], runs["device"]
+    np.testing.assert_array_equal(b["starts"], a["starts"])
+    assert a["starts"].sum() > 0
+    for k in a["obs"]:
+        np.testing.assert_allclose(b["obs"][k], a["obs"][k], rtol=1e-4, atol=5e-4, err_msg=k)
+    np.testing.assert_allclose(b["rewards"], a["rewards"], atol=1e-5)
+    for k, (mean, var, count) in a["rms"].items():
+        np.testing.assert_allclose(b["rms"][k][0], mean, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(b["rms"][k][1], var, rtol=1e-4, atol=1e-6)
+        assert b["rms"][k][2] == count
+    for name, w in a["weights"].items():
+        np.testing.assert_allclose(b["weights"][name], w, rtol=1e-4, atol=1e-5, err_msg=name)
+
+
 def test_a_cpu_run_is_sb3s_ppo_bit_for_bit():
     """`TrackingPPO` on the CPU is SB3's PPO: same seed, same weights after an update."""
     from stable_baselines3 import PPO

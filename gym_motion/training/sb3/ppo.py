@@ -10,7 +10,11 @@ update (``time/update_s``). On another device (``cuda:0``) it collects rollouts 
   device; the observation normaliser (``VecNormalize``'s running statistics, NumPy on the host,
   where the env's observations are) updated once;
 - no Python loop over envs: time-outs are bootstrapped with one batched value pass, SB3's
-  episode-info buffer gets the last 100 ended episodes of a step.
+  episode-info buffer gets the last 100 ended episodes of a step;
+- when the env's device MDP runs on the same device (``BackendCfg(mdp="device")`` on
+  ``mjwarp``), the step's observations, reward and flags are read there
+  (`TrackingVecEnv.device_arrays`) and normalised there (`_DeviceNormalizer`, VecNormalize's
+  statistics on the device for the rollout, given back at its end): no upload per step.
 
 Both paths take the same samples and make the same update (`DeviceRolloutBuffer` draws its
 minibatch order from NumPy's global generator as SB3's ``RolloutBuffer`` does); they differ by
@@ -267,6 +271,64 @@ class _Staging:
         return self.actions.numpy()
 
 
+class _DeviceNormalizer:
+    """VecNormalize's observation statistics and normalisation as torch tensors on the
+    learner's device, for observations that arrive there (the env's device MDP,
+    `TrackingVecEnv.device_arrays`): each batch's mean and variance in float32 as NumPy takes
+    them of float32 observations, combined into the float64 running moments by SB3's
+    ``RunningMeanStd.update_from_moments`` (Chan et al.'s parallel formula), then ``clip((obs
+    - mean) / sqrt(var + eps), +-clip_obs)`` as ``VecNormalize.normalize_obs``. `load` takes
+    VecNormalize's statistics (at a rollout's start), `store` gives them back (at its end), so
+    that saving, evaluation and SB3's own path see them."""
+
+    def __init__(self, norm: VecNormalize, device: th.device):
+        self.norm, self.device = norm, device
+        self.moments: dict[str, list[th.Tensor]] = {}
+        self.count = 0.0
+
+    def _rms(self) -> dict[str, Any]:
+        rms = self.norm.obs_rms
+        return rms if isinstance(rms, dict) else {"": rms}
+
+    def load(self) -> None:
+        f64 = {"dtype": th.float64, "device": self.device}
+        self.moments = {k: [th.as_tensor(r.mean, **f64), th.as_tensor(r.var, **f64)]
+                        for k, r in self._rms().items()}  # fmt: skip
+        self.count = float(next(iter(self._rms().values())).count)
+
+    def store(self) -> None:
+        for key, rms in self._rms().items():
+            mean, var = self.moments[key]
+            rms.mean, rms.var, rms.count = mean.cpu().numpy(), var.cpu().numpy(), self.count
+
+    def update(self, obs: dict[str, th.Tensor]) -> None:
+        """Add one step's observations ({group: (N, D) float32}) to the statistics."""
+        if not (self.norm.training and self.norm.norm_obs):
+            return
+        n = next(iter(obs.values())).shape[0]
+        total = self.count + n
+        for key, (mean, var) in self.moments.items():
+            x = obs[key]
+            batch_mean = x.mean(0).double()
+            batch_var = x.var(0, unbiased=False).double()
+            delta = batch_mean - mean
+            m_2 = var * self.count + batch_var * n + delta.square() * self.count * n / total
+            self.moments[key] = [mean + delta * n / total, m_2 / total]
+        self.count = total
+
+    def normalize(self, obs: dict[str, th.Tensor]) -> th.Tensor | dict[str, th.Tensor]:
+        """The observations ({key: (N, D)}, keyed as the statistics: "" for a Box space)
+        normalised, as new float32 tensors (a dict, or one tensor for a Box space)."""
+        eps, clip = self.norm.epsilon, self.norm.clip_obs
+        out = {}
+        for key, (mean, var) in self.moments.items():
+            x = obs[key]
+            if self.norm.norm_obs:
+                x = ((x.double() - mean) / th.sqrt(var + eps)).clamp(-clip, clip)
+            out[key] = x.float() if x.dtype != th.float32 else x.clone()
+        return out[""] if "" in out else out
+
+
 class TrackingPPO(PPO):
     """SB3's PPO, timed per update, with a rollout path on the model's device when it is not
     the CPU (see the module docstring). Takes PPO's arguments and:
@@ -347,6 +409,10 @@ class TrackingPPO(PPO):
         callback.on_rollout_start()
         zero = np.zeros(n, np.float32)
         obs_t, _, starts_t = stage.upload(self._last_obs, zero, self._last_episode_starts)
+        on_device = self._device_observations(adapter)
+        normalizer = _DeviceNormalizer(norm, self.device) if on_device else None
+        if normalizer is not None:
+            normalizer.load()
         env_s = norm_s = policy_s = 0.0
         obs_np = self._last_obs
         ended = np.asarray(self._last_episode_starts, bool)
@@ -358,13 +424,24 @@ class TrackingPPO(PPO):
             t1 = time.perf_counter()
             raw, reward, terminated, truncated, info = adapter.step_arrays(actions_np)
             t2 = time.perf_counter()
-            obs_np = _normalise(norm, raw, update=True)
-            t3 = time.perf_counter()
             ended = terminated | truncated
-            next_t, reward_t, ended_t = stage.upload(obs_np, reward, ended)
+            if normalizer is None:
+                obs_np = _normalise(norm, raw, update=True)
+                next_t, reward_t, ended_t = stage.upload(obs_np, reward, ended)
+            else:  # the env's arrays where they are: no host normalisation, no upload
+                arrays = self._env_base(adapter).device_arrays()
+                raw_t = {k: _torch(arrays[k or "policy"]) for k in normalizer.moments}
+                normalizer.update(raw_t)
+                next_t = normalizer.normalize(raw_t)
+                reward_t = _torch(arrays["reward"]).clone()
+                ended_t = (_torch(arrays["terminated"]) | _torch(arrays["truncated"])).float()
+                obs_np = next_t
+            t3 = time.perf_counter()
             self.num_timesteps += n
-            callback.update_locals({"rewards": reward, "dones": ended, "infos": [],
-                                    "new_obs": obs_np})  # fmt: skip
+            # new_obs: NumPy on the host path, the device tensors when the env is on the device
+            callback.update_locals(
+                {"rewards": reward, "dones": ended, "infos": [], "new_obs": obs_np}
+            )
             if not callback.on_step():
                 return False
             self._episode_infos(info, ended, adapter)
@@ -373,7 +450,13 @@ class TrackingPPO(PPO):
                 final = info["final_obs"]
                 last = {k: v[time_out] for k, v in final.items()} if isinstance(final, dict) \
                     else final[time_out]  # fmt: skip
-                last_t, _ = self.policy.obs_to_tensor(_normalise(norm, last, update=False))
+                if normalizer is None:
+                    last_t, _ = self.policy.obs_to_tensor(_normalise(norm, last, update=False))
+                else:
+                    rows = last if isinstance(last, dict) else {"": last}
+                    last_t = normalizer.normalize(
+                        {k: th.as_tensor(v, device=self.device) for k, v in rows.items()}
+                    )
                 with th.no_grad():
                     bootstrap = self.policy.predict_values(last_t).flatten()
                 idx = th.from_numpy(time_out).to(self.device)
@@ -390,12 +473,29 @@ class TrackingPPO(PPO):
         if self.device.type == "cuda":
             th.cuda.synchronize(self.device)
         policy_s += time.perf_counter() - t0
+        if normalizer is not None:  # back to VecNormalize; the next rollout starts from the host
+            normalizer.store()
+            obs_np = _normalise(norm, raw, update=False)
         self._last_obs, self._last_episode_starts = obs_np, ended
         for key, value in (("env_s", env_s), ("normalizer_s", norm_s), ("policy_s", policy_s)):
             self.logger.record(f"time/{key}", value)
         callback.update_locals({"rewards": None, "dones": ended, "infos": [], "new_obs": obs_np})
         callback.on_rollout_end()
         return True
+
+    @staticmethod
+    def _env_base(adapter: SB3VecEnv) -> Any:
+        return adapter.venv.unwrapped
+
+    def _device_observations(self, adapter: SB3VecEnv) -> bool:
+        """Whether the env's device MDP runs on this model's torch device, so that a step's
+        observations, reward and flags are read there (`TrackingVecEnv.device_arrays`)."""
+        where = getattr(self._env_base(adapter), "mdp_device", None)
+        if where is None:
+            return False
+        import warp as wp
+
+        return th.device(wp.device_to_torch(where)) == self.device
 
     def _episode_infos(self, info: dict[str, Any], ended: np.ndarray, adapter: SB3VecEnv) -> None:
         """SB3's episode-info buffer (``rollout/ep_rew_mean``, ``ep_len_mean``) from the env's
@@ -408,6 +508,13 @@ class TrackingPPO(PPO):
             self.ep_info_buffer.extend(
                 {"r": float(r), "l": int(n), "t": t} for r, n in zip(ret, length, strict=True)
             )
+
+
+def _torch(array: Any) -> th.Tensor:
+    """A Warp array as a torch tensor on the same memory."""
+    import warp as wp
+
+    return wp.to_torch(array)
 
 
 def _normalise(norm: VecNormalize, obs: Any, *, update: bool) -> Any:
