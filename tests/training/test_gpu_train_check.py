@@ -13,7 +13,8 @@ pytest.importorskip("stable_baselines3")
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_train_check.py"
 
 
-def test_the_gpu_training_check_runs_dry_on_the_cpu(tmp_path, capsys):
+@pytest.mark.parametrize("mdp", [None, "device"])
+def test_the_gpu_training_check_runs_dry_on_the_cpu(tmp_path, capsys, mdp):
     from gym_motion.motion import DEFAULT_MOTION_PATH
 
     spec = importlib.util.spec_from_file_location("gpu_train_check", SCRIPT)
@@ -22,10 +23,13 @@ def test_the_gpu_training_check_runs_dry_on_the_cpu(tmp_path, capsys):
     argv = ["--device", "cpu", "--motion", str(DEFAULT_MOTION_PATH), "--num-envs", "4",
             "--total-steps", "400", "--eval-every", "200", "--eval-max-seconds", "0.5",
             "--out", str(tmp_path)]  # fmt: skip
+    if mdp is not None:
+        argv += ["--mdp", mdp]
     assert script.main(argv) == 0
     result = json.loads((tmp_path / "gpu_train_check.json").read_text())
     assert result["machine"]["device"] == "cpu"
     assert "--recipe clip --device cpu" in result["command"]
+    assert ("--set env.backend.mdp=device" in result["command"]) == (mdp == "device")
     settings = result["settings"]
     assert (settings["device"], settings["backend"], settings["num_envs"]) == ("cpu", "mujoco", 4)
     assert settings["ppo"]["n_steps"] == 24
