@@ -212,6 +212,16 @@ class _Copies:
             np.copyto(view, host, casting="unsafe")
             wp.copy(dev, stage)
 
+    def upload_rows(self, dev: wp.array, rows: np.ndarray) -> None:
+        """``device[:M] = rows`` for an (M, ...) NumPy block into the first rows of `dev`."""
+        m = rows.shape[0]
+        if not self._cuda:
+            dev.numpy()[:m] = rows  # Warp's CPU arrays are NumPy's memory
+            return
+        stage, view = self._stage(dev)
+        view[:m] = rows
+        wp.copy(dev, stage, count=rows.size)
+
     def download(self, pairs: list[tuple[wp.array, np.ndarray]]) -> None:
         """``host[...] = device`` for each (device array, NumPy array) of equal shapes."""
         if not self._cuda:
@@ -271,11 +281,17 @@ class DeviceMDP:
         self._terminations, self._observations = terminations, observations
         self._keep: list[wp.array] = []  # index arrays the bound launches read
         self._copies = _Copies(device)
+        self._row_stages: dict[int, wp.array] = {}
+        self._reference_stale = True  # the host's copy of the reference lags the device's
         b, j = len(state.body_names), state.robot.joint_pos.shape[1]
         self._upload_robot = robot is None
         self.robot = DeviceBodyState.zeros(n, b, j, device) if robot is None else robot
         self.ref = DeviceBodyState.zeros(n, b, j, device)
         self.ref_rel_pos_w = wp.zeros((n, b, 3), dtype=float, device=device)
+        # residual actions read the reference joints on the host every step: those go each time
+        self._joints_pair = (
+            [(self.ref.joint_pos, state.ref.joint_pos)] if cfg.action_offset == "reference" else []
+        )
         self.ref_rel_quat_w: wp.array = wp.array(state.ref_rel_quat_w, dtype=float, device=device)
         self.action = wp.zeros((n, j), dtype=float, device=device)
         self.last_action = wp.zeros((n, j), dtype=float, device=device)
@@ -419,17 +435,55 @@ class DeviceMDP:
         )  # fmt: skip
 
     # ------------------------------------------------------------------ host <-> device
-    def upload_inputs(self) -> None:
-        """Copy what the host owns to the device: robot state (unless read in place),
-        actions, encoder bias, self-contact counts, steps since the last perturbation, active
-        terminations."""
+    def _upload_inputs(self, every: bool) -> None:
+        """Copy what the host owns to the device: the robot state (unless read in place),
+        actions, self-contact counts, steps since the last perturbation and the active
+        terminations (a step changes them all), and with `every` the encoder bias (which
+        only episode starts change) too."""
         s = self._host
         pairs = _body_pairs(self.robot, s.robot) if self._upload_robot else []
-        pairs += [(getattr(self, name), getattr(s, name)) for name in (
-            "action", "last_action", "action_obs", "encoder_bias", "self_contact_substeps",
-            "steps_since_perturbation")]  # fmt: skip
+        names = ("action", "last_action", "action_obs", "self_contact_substeps",
+                 "steps_since_perturbation", *(("encoder_bias",) if every else ()))  # fmt: skip
+        pairs += [(getattr(self, name), getattr(s, name)) for name in names]
         pairs.append((self.active, self._terminations.active))
         self._copies.upload(pairs)
+
+    def _upload_rows(self, m: int, ids: np.ndarray) -> None:
+        """Copy rows `ids` (M,) of what the host writes at a reset or push (robot state
+        unless read in place, actions, encoder bias, steps since the last perturbation) to
+        the device; their device ids are staged in ``self._rows``."""
+        s = self._host
+        floats = _body_pairs(self.robot, s.robot) if self._upload_robot else []
+        floats += [(getattr(self, name), getattr(s, name))
+                   for name in ("action", "last_action", "action_obs", "encoder_bias")]  # fmt: skip
+        for dev, host in floats:
+            flat = dev.reshape((self.num_envs, -1))
+            stage = self._row_stage(dev, flat.shape)
+            self._copies.upload_rows(stage, host[ids].reshape(m, -1))
+            wp.launch(k_episode.scatter_rows, dim=(m, flat.shape[1]), device=self.device,
+                      inputs=[self._rows, stage, flat])  # fmt: skip
+        since = self.steps_since_perturbation
+        stage = self._row_stage(since, since.shape)
+        self._copies.upload_rows(stage, s.steps_since_perturbation[ids])
+        wp.launch(k_episode.scatter_row_counts, dim=m, device=self.device,
+                  inputs=[self._rows, stage, since])  # fmt: skip
+
+    def _row_stage(self, dev: wp.array, shape: tuple[int, ...]) -> wp.array:
+        """A device buffer of `shape` and `dev`'s type (one per buffer `dev` of this MDP),
+        for rows on their way into `dev`."""
+        stage = self._row_stages.get(id(dev))
+        if stage is None:
+            stage = self._row_stages[id(dev)] = wp.empty(shape, dtype=dev.dtype,
+                                                         device=self.device)  # fmt: skip
+        return stage
+
+    def sync_reference(self) -> None:
+        """Bring the host's copy of the reference (``state.ref``, ``ref_rel_*``) up to date,
+        if a step or refresh changed it since the last sync (`TrackingVecEnv.state` calls it:
+        rendering, evaluation and the viewer read it)."""
+        if self._reference_stale:
+            self._copies.download(self._reference_pairs())
+            self._reference_stale = False
 
     def _frame_pairs(self) -> list[tuple[wp.array, np.ndarray]]:
         c = self._command
@@ -464,11 +518,12 @@ class DeviceMDP:
 
         Returns:
             (done rows, teleport rows, the step's weighted terms (K, N) float32, a new array).
-            The host managers' mirrors (clip frames, fired terms, tracking errors, reference)
-            are updated.
+            The host managers' mirrors (clip frames, fired terms, tracking errors) are updated;
+            the reference's when read (`sync_reference`).
         """
-        self.upload_inputs()
-        self._copies.upload([(self._flags_in["held"], held),
+        self._upload_inputs(every=False)
+        self._copies.upload([*self._frame_pairs(),  # the host re-initialises blown-up rows
+                             (self._flags_in["held"], held),
                              (self._flags_in["nonfinite"], nonfinite),
                              (self._time_limit_offset, time_limit_offset)])  # fmt: skip
         self._counts.zero_()
@@ -492,8 +547,9 @@ class DeviceMDP:
             *((arr, out[key]) for key, arr in f.items()), (self.reward, out["reward"]),
             (self.episode_length, episode_length), *self._frame_pairs(),
             (self.errors, c.errors), (self.fired, t.fired), (self.any_term, t.terminated),
-            *self._reference_pairs(), (self._counts, counts), (self._columns, columns),
+            (self._counts, counts), (self._columns, columns), *self._joints_pair,
         ])  # fmt: skip
+        self._reference_stale = True
         return int(counts[0]), int(counts[1]), columns
 
     def results(self) -> dict[str, wp.array]:
@@ -521,18 +577,22 @@ class DeviceMDP:
                               self.episode_length])  # fmt: skip
 
     def refresh(self, ids: np.ndarray | None = None) -> None:
-        """Gather the reference at the host's current frames and re-anchor it on the host's
-        current robot state, for every row or rows `ids` (M,) only (after a reset or an
-        event wrote them)."""
-        self.upload_inputs()
+        """After the host wrote rows (a reset, an event), or every row (None): copy what it
+        wrote to the device (every input, or those rows' robot state, actions, encoder bias
+        and steps since the last perturbation), then gather the reference at the host's
+        current frames and re-anchor it on the robot there."""
         self._copies.upload(self._frame_pairs())
         if ids is None:
+            self._upload_inputs(every=True)
             self._refresh_all.launch()
         else:
             m = self._stage_rows(ids)
             if m:
+                self._upload_rows(m, np.asarray(ids))
                 self._reference_step(False, self._rows, m).launch()
-        self._copies.download(self._reference_pairs())
+        self._reference_stale = True
+        if self._joints_pair:
+            self._copies.download(self._joints_pair)
 
     def _stage_rows(self, ids: np.ndarray) -> int:
         m = int(np.size(ids))
@@ -551,7 +611,6 @@ class DeviceMDP:
         the device (`gym_motion.kernels.device.observations.add_drawn_uniform_noise`), where
         the host MDP draws N x C floats from `rng`: with noise on, the two MDPs draw different
         noise and their streams part (the same seed still gives the same run)."""
-        self.upload_inputs()
         host = self._observations.buffers
         self._observed = groups or tuple(self.buffers)
         for group in self._observed:

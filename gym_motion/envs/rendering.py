@@ -38,8 +38,12 @@ class RenderMixin:
     # read
     num_envs: int
     cfg: TrackingEnvCfg
-    state: MDPState
     _check_usable: Callable[[str], None]
+
+    @property
+    def state(self) -> MDPState:  # read: the env's (`TrackingVecEnv.state`)
+        raise NotImplementedError
+
     # written
     render_mode: str | None
     render_envs: int

@@ -289,7 +289,7 @@ class TrackingVecEnv(VectorApiMixin, RenderMixin, TimeLimitMixin, VectorEnv):
         self.layout: JointLayout = parts.layout
         self.backend: SimBackend = parts.backend
         self._numba_threads: NumbaThreads = parts.numba_threads
-        self.state: MDPState = parts.state
+        self._state: MDPState = parts.state
         self.actions: ActionManager = parts.actions
         self.command: CommandManager = parts.command
         self.rewards: RewardManager = parts.rewards
@@ -315,6 +315,15 @@ class TrackingVecEnv(VectorApiMixin, RenderMixin, TimeLimitMixin, VectorEnv):
         # the dummy env of gymnasium's AsyncVectorEnv: its workers must not be forked from a
         # process running GNU OpenMP (gym_motion.envs.fork)
         choose_async_start_method()
+
+    @property
+    def state(self) -> MDPState:
+        """The `MDPState` every manager reads: robot and reference state, actions, ... (its
+        buffers are the managers': read them, write only as a manager would). With the device
+        MDP, the host copy of the reference is brought up to date here, when read."""
+        if self._device_mdp is not None:
+            self._device_mdp.sync_reference()
+        return self._state
 
     # ------------------------------------------------------------------ curricula
     @property
@@ -429,7 +438,7 @@ class TrackingVecEnv(VectorApiMixin, RenderMixin, TimeLimitMixin, VectorEnv):
         self._num_needs_reset = int(np.count_nonzero(self._needs_reset))
         self._start_episodes(ids)
         self._reinitialise(ids, start)
-        self.backend.copy_body_state_w(self.state.robot)
+        self.backend.copy_body_state_w(self._state.robot)
         self._refresh()
         self._was_reset = True
         obs = self._observation()
@@ -460,7 +469,7 @@ class TrackingVecEnv(VectorApiMixin, RenderMixin, TimeLimitMixin, VectorEnv):
                 named; as gymnasium's SyncVectorEnv, which refuses such a step).
         """
         self._check_usable("step")
-        s, n, mode = self.state, self.num_envs, self.autoreset_mode
+        s, n, mode = self._state, self.num_envs, self.autoreset_mode
         if mode is AutoresetMode.DISABLED and self._num_needs_reset:
             ended = np.flatnonzero(self._needs_reset).tolist()
             raise ResetNeeded(
@@ -569,9 +578,9 @@ class TrackingVecEnv(VectorApiMixin, RenderMixin, TimeLimitMixin, VectorEnv):
         self.time_limit_offset[ids] = 0
         self.rewards.reset(ids)
         self.command.reset(ids)
-        self.state.last_action[ids] = 0.0
-        self.state.action[ids] = 0.0
-        self.state.action_obs[ids] = 0.0
+        self._state.last_action[ids] = 0.0
+        self._state.action[ids] = 0.0
+        self._state.action_obs[ids] = 0.0
         self.events.reset(ids, self._rng)
         if self._device_mdp is not None:
             self._device_mdp.start_episodes(ids)
@@ -581,7 +590,7 @@ class TrackingVecEnv(VectorApiMixin, RenderMixin, TimeLimitMixin, VectorEnv):
         write the robot there (RSI)."""
         qpos, qvel = self.command.sample_states(ids, self._rng, start)
         self.backend.write_state(ids, qpos, qvel)
-        self.state.steps_since_perturbation[ids] = 0
+        self._state.steps_since_perturbation[ids] = 0
 
     def _episode_log(
         self, done: np.ndarray, truncated: np.ndarray, nonfinite: np.ndarray

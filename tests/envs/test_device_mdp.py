@@ -119,6 +119,31 @@ def test_on_mjwarp_the_device_mdp_reads_the_backends_buffer_and_equals_the_host_
     assert ended >= 2  # resets wrote rows the device then read in place
 
 
+def test_a_blown_up_row_ends_as_on_the_host_mdp(tmp_path, monkeypatch):
+    """A row whose physics blows up is re-initialised by the host mid-step (new clip frame):
+    the device MDP steps it from there, as the host MDP does, and no NaN reaches the
+    observations."""
+    monkeypatch.chdir(tmp_path)  # MuJoCo logs the blow-up to ./MUJOCO_LOG.TXT
+    task = _quiet(TrackingEnvCfg())
+    envs = [TrackingVecEnv(4, cfg=cfg, seed=6, autoreset_mode="same_step")
+            for cfg in (task, _on_device(task))]  # fmt: skip
+    results = []
+    for env in envs:
+        env.reset()
+        env.step(np.zeros((4, 29)))
+        qpos, qvel = np.zeros((1, env.model.nq)), np.zeros((1, env.model.nv))
+        qpos[0, 3], qvel[0, 6] = 1.0, 1e30
+        env.backend.write_state(np.array([2]), qpos, qvel)
+        results.append([env.step(np.zeros((4, 29))) for _ in range(4)])
+    for step, (host, device) in enumerate(zip(*results, strict=True)):
+        assert np.isfinite(device[0]).all()
+        assert_array_equal(device[2], host[2], err_msg=f"step {step}: terminated")
+        assert_allclose(device[0], host[0], **TOL, err_msg=f"step {step}: observation")
+        _compare_info(host[4], device[4], step)
+    assert results[1][0][2][2] and results[1][0][4]["final/termination/nonfinite"][2]
+    assert envs[1].nonfinite_count == 1
+
+
 def test_the_device_draws_uniform_noise_of_each_terms_half_width_per_row_and_step():
     """256 envs reset on the same states with and without noise: the difference is each noisy
     column's uniform draw in [-s, s] (mean 0, variance s^2 / 3), other columns untouched; the

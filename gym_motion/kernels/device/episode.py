@@ -81,3 +81,20 @@ def clear_episode_rows(
         error_sums[i, k] = wp.float64(0.0)
     episode_return[i] = wp.float64(0.0)
     episode_length[i] = wp.int32(0)
+
+
+@wp.kernel
+def scatter_rows(ids: wp.array(dtype=int), rows: wp.array2d(dtype=float),
+                 out: wp.array2d(dtype=float)):  # fmt: skip
+    """``out[ids[r], c] = rows[r, c]``: rows the host wrote (a reset, a push) copied into a
+    device buffer (one thread per value)."""
+    r, c = wp.tid()
+    out[ids[r], c] = rows[r, c]
+
+
+@wp.kernel
+def scatter_row_counts(ids: wp.array(dtype=int), rows: wp.array(dtype=wp.int32),
+                       out: wp.array(dtype=wp.int32)):  # fmt: skip
+    """``out[ids[r]] = rows[r]``: the int32 twin of `scatter_rows` for per-env counters."""
+    r = wp.tid()
+    out[ids[r]] = rows[r]
