@@ -235,6 +235,7 @@ def anchor_trace(
         for _ in range(horizon):
             obs, _, terminated, truncated, _ = env.step(act(obs))
             # NEXT_STEP autoreset: the state is still the episode's last after it ends
+            s = env.state  # read each step: the device MDP copies its reference then
             robot.append(s.robot.pos_w[0, a, :2].astype(np.float64))
             reference.append(s.ref.pos_w[0, a, :2].astype(np.float64))
             if terminated[0] or truncated[0]:

@@ -143,7 +143,8 @@ class RslRlVecEnv(VecEnv):
         self._step_stats = TrackingStats(terms)
         self.last_info: dict[str, Any] = {}
         self.steps = 0
-        self._on_device = _shares_device(base, self.device)
+        # a wrapper's transforms apply to the NumPy results only: then those are taken
+        self._on_device = env is base and _shares_device(base, self.device)
         obs, _ = env.reset()
         self._obs = self._tensordict(obs)
         self._length_buf = self._steps_against_limit()

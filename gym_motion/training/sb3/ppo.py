@@ -443,6 +443,8 @@ class TrackingPPO(PPO):
                 {"rewards": reward, "dones": ended, "infos": [], "new_obs": obs_np}
             )
             if not callback.on_step():
+                if normalizer is not None:
+                    normalizer.store()
                 return False
             self._episode_infos(info, ended, adapter)
             time_out = np.flatnonzero(truncated & ~terminated)
@@ -490,6 +492,16 @@ class TrackingPPO(PPO):
     def _device_observations(self, adapter: SB3VecEnv) -> bool:
         """Whether the env's device MDP runs on this model's torch device, so that a step's
         observations, reward and flags are read there (`TrackingVecEnv.device_arrays`)."""
+        norm = self.env
+        keys = getattr(norm, "norm_obs_keys", None)
+        space = self.observation_space
+        every_key = (
+            keys is None or not isinstance(space, spaces.Dict) or set(keys) == set(space.spaces)
+        )
+        # a vector wrapper's transforms, or observations left out of the statistics, are in the
+        # NumPy results only: those are taken then
+        if adapter.venv is not adapter.venv.unwrapped or not (norm.norm_obs and every_key):
+            return False
         where = getattr(self._env_base(adapter), "mdp_device", None)
         if where is None:
             return False
