@@ -8,8 +8,9 @@ to the keyframe every `--reset-every` control steps, as episode resets do), then
 - per control step, with the backend's ``profile`` switch (a device synchronise between phases):
   ``upload`` (targets into the pinned host buffer, one host->device copy), ``physics``
   (decimation substeps + forward kinematics + fused gather, graph replay on CUDA),
-  ``gather_copy`` (one device->host copy of the state buffer), ``reset`` (``write_state`` of all
-  rows, amortised per step), ``copy_body_state_w`` (host copy into the env's BodyState);
+  ``gather_copy`` (one device->host copy of the step's flags), ``reset`` (``write_state`` of
+  all rows, amortised per step), ``copy_body_state_w`` (one device->host copy of the state
+  buffer, then the host copy into the env's BodyState);
 - env-steps/s of step + copy_body_state_w without the profiling synchronisations;
 - the physics-only limit: bare ``mujoco_warp.step`` x decimation on the same model, data and N
   (a CUDA graph on GPU), nothing else, in the same run.
@@ -131,7 +132,7 @@ def main(argv: list[str] | None = None) -> None:
         print(
             f"N={n:6d} | construct {r['construct']:.1f} s, first step {r['first_step']:.1f} s, "
             f"second {r['second_step']:.2f} s | per step: upload {r['upload'] * ms:.3f} ms, "
-            f"physics {r['physics'] * ms:.3f} ms, gather+host copy {r['gather_copy'] * ms:.3f} ms, "
+            f"physics {r['physics'] * ms:.3f} ms, flags copy {r['gather_copy'] * ms:.3f} ms, "
             f"reset {r['reset'] * ms:.3f} ms, copy_body_state_w "
             f"{r['copy_body_state_w'] * ms:.3f} ms | {r['sps']:.0f} env-steps/s, physics-only "
             f"limit {r['limit_sps']:.0f} env-steps/s, ratio {r['sps'] / r['limit_sps']:.3f}",

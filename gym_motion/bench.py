@@ -332,9 +332,11 @@ def bench_env(
     a control step, 1 / ratio), ``peak_rss_mb`` (the env's, after warm-up, before the bare
     loops exist), ``num_envs``, ``threads``, ``steps`` (all windows), ``repeats``,
     ``steps_per_repeat``, ``mdp`` (where the MDP ran: ``backend_kwargs["mdp"]``, "host" by
-    default); for "mjwarp" also ``backend_phases_ms`` (control upload, physics,
-    gather + host copy), measured in a further pass with device synchronisations between them,
-    and ``device_memory_mb`` (`device_memory_mb`, after warm-up, before the bare loop exists).
+    default); for "mjwarp" also ``backend_phases_ms`` (control upload, physics, the copy of
+    the step's flags), measured in a further pass with device synchronisations between them,
+    ``device_memory_mb`` (`device_memory_mb`, after warm-up, before the bare loop exists) and
+    ``transfer_kb_per_step`` (kB copied "to_device" and "to_host" per env step in the timed
+    windows, `TrackingVecEnv.transfer_bytes`).
 
     Raises:
         ValueError: steps or repeats < 1, or an unknown backend (from the env).
@@ -362,6 +364,7 @@ def bench_env(
     env_s: list[float] = []
     bare_s: dict[str, list[float]] = {loop.name: [] for loop in loops}
     phases_ms: dict[str, float] = {}
+    moved = dict(env.transfer_bytes or {})
     count = 0
     for _ in range(repeats):
         for key in env.phase_s:
@@ -388,6 +391,9 @@ def bench_env(
             phases_ms = {k: 1e3 * v / per for k, v in env.phase_s.items()}
     result = _summary(num_envs, backend, threads, per, repeats, env_s, phases_ms, bare_s)
     result["mdp"] = env.cfg.backend.mdp
+    if moved:
+        now = env.transfer_bytes or {}
+        result["transfer_kb_per_step"] = {k: (now[k] - v) / 1024 / count for k, v in moved.items()}
     if backend == "mjwarp":
         be = env.backend
         result["device_memory_mb"] = memory
@@ -483,6 +489,10 @@ def format_result(r: dict[str, Any]) -> str:
             "  backend ms/step: "
             + ", ".join(f"{k} {v:.3f}" for k, v in r["backend_phases_ms"].items())
         )
+    if "transfer_kb_per_step" in r:
+        kb = r["transfer_kb_per_step"]
+        lines.append(f"  host <-> device: {kb['to_device']:.1f} kB up, {kb['to_host']:.1f} kB "
+                     "down per step")  # fmt: skip
     if r.get("device_memory_mb") is not None:
         mb = r["device_memory_mb"]
         lines.append(f"  device memory {mb:.0f} MB ({1024 * mb / r['num_envs']:.1f} kB/env)")

@@ -399,6 +399,15 @@ def _scatter_rows(
 
 
 @wp.kernel
+def _flag_columns(state: wp.array2d(dtype=float), base: int, flags: wp.array2d(dtype=float)):
+    """flags[w] = the last 3 columns of the state buffer from `base` (self-contact substeps,
+    blown up, overflow bits): what the host reads after every step."""
+    w = wp.tid()
+    for i in range(3):
+        flags[w, i] = state[w, base + i]
+
+
+@wp.kernel
 def _scatter_state(
     ids: wp.array(dtype=int),
     qpos_in: wp.array(dtype=float),
@@ -452,6 +461,10 @@ def _add_root_velocity(
 
 
 # ---------------------------------------------------------------------------------------- backend
+
+
+def _itemsize(arr: wp.array) -> int:
+    return wp.types.type_size_in_bytes(arr.dtype)
 
 
 class MjWarpBackend:
@@ -509,9 +522,11 @@ class MjWarpBackend:
             during the last step (or that overflowed, with ``on_overflow="terminate"``); such
             rows hold garbage until `write_state` writes them.
         overflow_count: rows terminated for capacity overflow since construction.
+        transfer_bytes: bytes copied "to_device" and "to_host" since construction (on Warp's
+            CPU device: those a GPU would move over the bus).
         profile: when True, `step` waits for the backend's stream between phases and adds their
-            wall times (s) to `phase_times` (``upload``, ``physics``, ``gather_copy``); off by
-            default.
+            wall times (s) to `phase_times` (``upload``, ``physics``, ``gather_copy``: the copy
+            of the step's flags to the host); off by default.
     """
 
     def __init__(
@@ -614,6 +629,7 @@ class MjWarpBackend:
             self._all_worlds = wp.array(np.arange(n), dtype=int)
             self._num_worlds = wp.array([n], dtype=int)
             self._state_dev = wp.zeros((n, s), dtype=float)  # row w: world w (the step)
+            self._flags_dev = wp.zeros((n, 3), dtype=float)  # its flag columns, packed
             self._rows_dev = wp.zeros((n, s), dtype=float)  # row i: written world i (refresh)
             self._written_dev = wp.zeros(n, dtype=int)
             self._written_count_dev = wp.zeros(1, dtype=int)
@@ -623,6 +639,7 @@ class MjWarpBackend:
             self._kick_dev = wp.zeros(n * 6, dtype=wp.float64)
         host = dict(device="cpu", pinned=dev.is_cuda)
         self._state_host = wp.zeros((n, s), dtype=float, **host)
+        self._flags_host = wp.zeros((n, 3), dtype=float, **host)
         self._rows_host = wp.zeros((n, s), dtype=float, **host)
         self._written_host = wp.zeros(n, dtype=int, **host)
         self._written_count_host = wp.zeros(1, dtype=int, **host)
@@ -651,10 +668,12 @@ class MjWarpBackend:
             joint_pos=state[:, 13 * b : 13 * b + j],
             joint_vel=state[:, 13 * b + j : 13 * b + 2 * j],
         )
-        self._flags = state[:, 13 * b + 2 * j :]
+        self._flags = self._flags_host.numpy()
         self.self_contact_substeps = np.zeros(n, np.int32)
         self.nonfinite = np.zeros(n, bool)
-        self._written = np.ones(n, bool)  # rows whose host state is stale (all, until the first)
+        self.transfer_bytes = {"to_device": 0, "to_host": 0}
+        self._written = np.ones(n, bool)  # rows written since their last gather (all, at first)
+        self._host_stale = True  # the host copy of the state lags the device's (until copied)
         self._refresh()
 
     # ------------------------------------------------------------------ protocol
@@ -680,31 +699,54 @@ class MjWarpBackend:
         else:
             self._ctrl_np[:, self._act_ids] = targets
         with self._scope():
-            wp.copy(self._d.ctrl, self._ctrl_host)
+            self._to_device(self._d.ctrl, self._ctrl_host)
             t1 = self._mark(t0, "upload")
             self._launch("step", self._step_sequence)
             t2 = self._mark(t1, "physics")
-            wp.copy(self._state_host, self._state_dev)
+            self._to_host(self._flags_host, self._flags_dev)
             self._sync()
         self._written[:] = False
+        self._host_stale = True
         self._mark(t2, "gather_copy")
         self._read_flags()
 
+    @property
+    def stream(self) -> wp.Stream | None:
+        """The CUDA stream every launch and copy of this backend goes to (None on the CPU):
+        work queued on it after a step runs after the step's physics and gather."""
+        return self._stream
+
     def device_body_state(self) -> DeviceBodyState:
         """The body state on the device, as views of the buffer every step gathers into
-        (`DeviceBodyState`); current after `step` and after `copy_body_state_w` has brought
-        written rows up to date (the refresh writes them there too). For a device MDP that
-        reads the state where it is."""
+        (`DeviceBodyState`); current after `step` and, for rows written since
+        (`write_state`, `add_root_velocity`), after `sync_device_state` or
+        `copy_body_state_w`. For a device MDP that reads the state where it is."""
         return DeviceBodyState.of_rows(self._state_dev, self._nb, self._nj)
+
+    def sync_device_state(self) -> None:
+        """Bring the device body state (`device_body_state`) of the rows written since the last
+        step or refresh up to date (forward kinematics, their gather); nothing to do when no
+        row was written. Nothing is copied to the host after a step, until
+        `copy_body_state_w` (when the host copy is current, the M rows are, as there)."""
+        self._check_open()
+        self._refresh()
 
     def copy_body_state_w(self, out: BodyState, env_ids: np.ndarray | None = None) -> None:
         """Fill `out` in place (float32 arrays as in `BodyState`) with the current state, or
-        only its rows `env_ids` (M,) (other rows untouched)."""
+        only its rows `env_ids` (M,) (other rows untouched).
+
+        A step copies only its flags to the host; the first call after it copies the whole
+        state (N rows), later ones the rows written since (M rows)."""
         self._check_open()
         if out is not self._checked_out:
             check_body_state(out, self.num_envs, len(self.body_ids), len(self.joint_ids))
             self._checked_out = out
         self._refresh()
+        if self._host_stale:
+            with self._scope():
+                self._to_host(self._state_host, self._state_dev)
+                self._sync()
+            self._host_stale = False
         v = self._views
         fields = ("pos_w", "quat_w", "lin_vel_w", "ang_vel_w", "joint_pos", "joint_vel")
         if env_ids is None:
@@ -815,6 +857,7 @@ class MjWarpBackend:
                 table = self._fields[field] = device_table.numpy()  # (N, count, *trailing)
             table[ids[:, None], elem[None, :]] = vals.astype(np.float32)
             device_table.assign(table)
+        self.transfer_bytes["to_device"] += table.nbytes
 
     def close(self) -> None:
         """Wait for the backend's stream, then drop the device model, data, graphs and stream
@@ -881,11 +924,11 @@ class MjWarpBackend:
             self._sync()
         m = ids.size
         self._ids_host.numpy()[:m] = ids
-        wp.copy(self._ids_dev, self._ids_host, count=m)
+        self._to_device(self._ids_dev, self._ids_host, count=m)
         for host, dev, values in arrays:
             flat = values.reshape(-1)
             host.numpy()[: flat.size] = flat
-            wp.copy(dev, host, count=flat.size)
+            self._to_device(dev, host, count=flat.size)
         self._staged = True
 
     def _step_sequence(self) -> None:
@@ -910,6 +953,8 @@ class MjWarpBackend:
                 )
         self._kinematics()
         self._gather(self._all_worlds, self._num_worlds, self._state_dev)
+        wp.launch(_flag_columns, dim=self.num_envs, inputs=[self._state_dev, self._stride - 3],
+                  outputs=[self._flags_dev])  # fmt: skip
 
     def _refresh_sequence(self) -> None:
         """Body state after row writes (captured as the "refresh" graph): forward kinematics
@@ -957,9 +1002,10 @@ class MjWarpBackend:
         )
 
     def _refresh(self) -> None:
-        """Bring the host state of the written rows up to date: upload their ids, run the
-        "refresh" sequence, copy those M rows back and scatter them into the state buffer.
-        `nonfinite` and `self_contact_substeps` keep the values of the last step."""
+        """Bring the state of the written rows up to date: upload their ids, run the "refresh"
+        sequence (which scatters them into the device's state buffer) and, when the host copy
+        is otherwise current, copy those M rows back into it. `nonfinite` and
+        `self_contact_substeps` keep the values of the last step."""
         rows = np.flatnonzero(self._written)
         m = rows.size
         if m == 0:
@@ -967,13 +1013,28 @@ class MjWarpBackend:
         self._written_host.numpy()[:m] = rows
         self._written_count_host.numpy()[0] = m
         with self._scope():
-            wp.copy(self._written_dev, self._written_host, count=m)
-            wp.copy(self._written_count_dev, self._written_count_host)
+            self._to_device(self._written_dev, self._written_host, count=m)
+            self._to_device(self._written_count_dev, self._written_count_host)
             self._launch("refresh", self._refresh_sequence)
-            wp.copy(self._rows_host, self._rows_dev, count=m * self._stride)
+            if not self._host_stale:
+                self._to_host(self._rows_host, self._rows_dev, count=m * self._stride)
             self._sync()
-        self._state_np[rows] = self._rows_np[:m]
+        if not self._host_stale:
+            self._state_np[rows] = self._rows_np[:m]
         self._written[:] = False
+
+    def _to_device(self, dev: wp.array, host: wp.array, count: int | None = None) -> None:
+        """``wp.copy`` host -> device of `count` elements (all when None), counted in
+        `transfer_bytes`."""
+        count = host.size if count is None else count
+        wp.copy(dev, host, count=count)
+        self.transfer_bytes["to_device"] += count * _itemsize(host)
+
+    def _to_host(self, host: wp.array, dev: wp.array, count: int | None = None) -> None:
+        """``wp.copy`` device -> host, counted in `transfer_bytes`."""
+        count = dev.size if count is None else count
+        wp.copy(host, dev, count=count)
+        self.transfer_bytes["to_host"] += count * _itemsize(dev)
 
     def _read_flags(self) -> None:
         f = self._flags

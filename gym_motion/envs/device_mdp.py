@@ -16,6 +16,7 @@ a task with a term of its own is refused when the env is built.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -186,14 +187,17 @@ def _binder(kind: str, name: str, func: Callable) -> Callable[..., Launch]:
 
 class _Copies:
     """Whole-array copies between NumPy and a Warp device. On a GPU they pass through pinned
-    host buffers, made once per device array: uploads are queued on the device's stream, and
-    a batch of downloads waits once for the stream. On Warp's CPU device they are plain
-    copies. Every upload of a step is followed by a batch of downloads before the next upload
-    of the same array (its pinned buffer is then free again)."""
+    host buffers, made once per device array: uploads are queued on the device's current
+    stream, and a batch of downloads waits once for that stream. On Warp's CPU device they
+    are plain copies. A pinned buffer is written again only once its last upload is done (the
+    stream is waited for then, if no download waited since). ``moved`` counts the bytes copied
+    "to_device" and "to_host" (on Warp's CPU device: those a GPU would move)."""
 
     def __init__(self, device: str):
         self._cuda = wp.get_device(device).is_cuda
         self._pinned: dict[int, tuple[wp.array, np.ndarray]] = {}
+        self._in_flight: set[int] = set()  # device arrays whose upload may still read its buffer
+        self.moved = {"to_device": 0, "to_host": 0}
 
     def _stage(self, arr: wp.array) -> tuple[wp.array, np.ndarray]:
         staged = self._pinned.get(id(arr))
@@ -202,28 +206,39 @@ class _Copies:
             staged = self._pinned[id(arr)] = (host, host.numpy())
         return staged
 
+    def _free_stage(self, arr: wp.array) -> tuple[wp.array, np.ndarray]:
+        """`arr`'s pinned buffer, once no upload from it is in flight."""
+        if id(arr) in self._in_flight:
+            wp.synchronize_stream(wp.get_stream(arr.device))
+            self._in_flight.clear()
+        self._in_flight.add(id(arr))
+        return self._stage(arr)
+
     def upload(self, pairs: list[tuple[wp.array, np.ndarray]]) -> None:
         """``device[...] = host`` for each (device array, NumPy array) of equal shapes."""
         for dev, host in pairs:
+            self.moved["to_device"] += dev.size * _itemsize(dev)
             if not self._cuda:
                 dev.assign(host)
                 continue
-            stage, view = self._stage(dev)
+            stage, view = self._free_stage(dev)
             np.copyto(view, host, casting="unsafe")
             wp.copy(dev, stage)
 
     def upload_rows(self, dev: wp.array, rows: np.ndarray) -> None:
         """``device[:M] = rows`` for an (M, ...) NumPy block into the first rows of `dev`."""
         m = rows.shape[0]
+        self.moved["to_device"] += rows.size * _itemsize(dev)
         if not self._cuda:
             dev.numpy()[:m] = rows  # Warp's CPU arrays are NumPy's memory
             return
-        stage, view = self._stage(dev)
+        stage, view = self._free_stage(dev)
         view[:m] = rows
         wp.copy(dev, stage, count=rows.size)
 
     def download(self, pairs: list[tuple[wp.array, np.ndarray]]) -> None:
         """``host[...] = device`` for each (device array, NumPy array) of equal shapes."""
+        self.moved["to_host"] += sum(dev.size * _itemsize(dev) for dev, _ in pairs)
         if not self._cuda:
             for dev, host in pairs:
                 np.copyto(host, dev.numpy(), casting="unsafe")
@@ -231,8 +246,13 @@ class _Copies:
         for dev, _ in pairs:
             wp.copy(self._stage(dev)[0], dev)
         wp.synchronize_stream(wp.get_stream(dev.device))
+        self._in_flight.clear()
         for dev, host in pairs:
             np.copyto(host, self._stage(dev)[1], casting="unsafe")
+
+
+def _itemsize(arr: wp.array) -> int:
+    return wp.types.type_size_in_bytes(arr.dtype)
 
 
 def _body_pairs(dev: DeviceBodyState, host: Any) -> list[tuple[wp.array, np.ndarray]]:
@@ -241,6 +261,20 @@ def _body_pairs(dev: DeviceBodyState, host: Any) -> list[tuple[wp.array, np.ndar
 
 
 # --------------------------------------------------------------------------------- the MDP
+
+
+def _on_stream(method: Callable) -> Callable:
+    """Decorator: run a `DeviceMDP` method's launches and copies on its stream (the physics
+    backend's, when it has one), so that they follow the step's physics and gather in order."""
+
+    @functools.wraps(method)
+    def run(self: DeviceMDP, *args: Any, **kwargs: Any) -> Any:
+        if self.stream is None:
+            return method(self, *args, **kwargs)
+        with wp.ScopedStream(self.stream, sync_enter=False):
+            return method(self, *args, **kwargs)
+
+    return run
 
 
 class DeviceMDP:
@@ -256,6 +290,15 @@ class DeviceMDP:
         robot: the robot's state on `device`, read where it is (the mjwarp backend's gather
             buffer: `MjWarpBackend.device_body_state`); None: a buffer of its own, uploaded
             from ``state.robot`` before each use.
+        stream: the CUDA stream of the backend that writes `robot` (`MjWarpBackend.stream`):
+            every launch and copy goes there, after the backend's; None: the device's current
+            stream.
+
+    Attributes:
+        reads_robot_in_place: whether `robot` was given (the host's ``state.robot`` is then
+            not read).
+        transfer_bytes: bytes copied "to_device" and "to_host" since construction (on Warp's
+            CPU device: those a GPU would move over the bus).
 
     Raises:
         ValueError: a term that has no device kernel (named), or a bad term parameter.
@@ -272,8 +315,10 @@ class DeviceMDP:
         dt: float,
         device: str,
         robot: DeviceBodyState | None = None,
+        stream: wp.Stream | None = None,
     ):
         self.device = device
+        self.stream = stream
         self.num_envs = n = state.num_envs
         self.anchor, self.root = state.anchor, state.root
         self._host = state
@@ -281,10 +326,11 @@ class DeviceMDP:
         self._terminations, self._observations = terminations, observations
         self._keep: list[wp.array] = []  # index arrays the bound launches read
         self._copies = _Copies(device)
+        self.transfer_bytes = self._copies.moved
         self._row_stages: dict[int, wp.array] = {}
         self._reference_stale = True  # the host's copy of the reference lags the device's
         b, j = len(state.body_names), state.robot.joint_pos.shape[1]
-        self._upload_robot = robot is None
+        self.reads_robot_in_place = robot is not None
         self.robot = DeviceBodyState.zeros(n, b, j, device) if robot is None else robot
         self.ref = DeviceBodyState.zeros(n, b, j, device)
         self.ref_rel_pos_w = wp.zeros((n, b, 3), dtype=float, device=device)
@@ -376,6 +422,7 @@ class DeviceMDP:
         self._noise: dict[str, tuple[wp.array, wp.array] | None] = {}  # (column, scale)
         for group, terms in cfg.observations.items():
             self._bind_group(group, terms, cfg.obs_noise)
+        wp.synchronize_device(device)  # the buffers above are set before any stream reads them
 
     # ------------------------------------------------------------------ binding
     def ids(self, values: Any) -> wp.array:
@@ -441,7 +488,7 @@ class DeviceMDP:
         terminations (a step changes them all), and with `every` the encoder bias (which
         only episode starts change) too."""
         s = self._host
-        pairs = _body_pairs(self.robot, s.robot) if self._upload_robot else []
+        pairs = _body_pairs(self.robot, s.robot) if not self.reads_robot_in_place else []
         names = ("action", "last_action", "action_obs", "self_contact_substeps",
                  "steps_since_perturbation", *(("encoder_bias",) if every else ()))  # fmt: skip
         pairs += [(getattr(self, name), getattr(s, name)) for name in names]
@@ -453,7 +500,7 @@ class DeviceMDP:
         unless read in place, actions, encoder bias, steps since the last perturbation) to
         the device; their device ids are staged in ``self._rows``."""
         s = self._host
-        floats = _body_pairs(self.robot, s.robot) if self._upload_robot else []
+        floats = _body_pairs(self.robot, s.robot) if not self.reads_robot_in_place else []
         floats += [(getattr(self, name), getattr(s, name))
                    for name in ("action", "last_action", "action_obs", "encoder_bias")]  # fmt: skip
         for dev, host in floats:
@@ -477,6 +524,7 @@ class DeviceMDP:
                                                          device=self.device)  # fmt: skip
         return stage
 
+    @_on_stream
     def sync_reference(self) -> None:
         """Bring the host's copy of the reference (``state.ref``, ``ref_rel_*``) up to date,
         if a step or refresh changed it since the last sync (`TrackingVecEnv.state` calls it:
@@ -495,6 +543,7 @@ class DeviceMDP:
                 (self.ref_rel_quat_w, s.ref_rel_quat_w)]  # fmt: skip
 
     # ------------------------------------------------------------------ the step
+    @_on_stream
     def step(
         self,
         held: np.ndarray,
@@ -561,6 +610,7 @@ class DeviceMDP:
         out.update(reward=self.reward, terminated=f["terminated"], truncated=f["truncated"])
         return out
 
+    @_on_stream
     def download_sums(self) -> None:
         """Copy the episode sums (reward terms, return, tracking errors) to the host managers'
         buffers, which their ``episode_log`` reads."""
@@ -568,6 +618,7 @@ class DeviceMDP:
                                (self._return, self._rewards.episode_return),
                                (self._error_sums, self._command.error_sums)])  # fmt: skip
 
+    @_on_stream
     def start_episodes(self, ids: np.ndarray) -> None:
         """New episodes on rows `ids` (M,): their sums and lengths set to 0."""
         m = self._stage_rows(ids)
@@ -576,6 +627,7 @@ class DeviceMDP:
                       inputs=[self._rows, self._term_sums, self._return, self._error_sums,
                               self.episode_length])  # fmt: skip
 
+    @_on_stream
     def refresh(self, ids: np.ndarray | None = None) -> None:
         """After the host wrote rows (a reset, an event), or every row (None): copy what it
         wrote to the device (every input, or those rows' robot state, actions, encoder bias
@@ -594,13 +646,20 @@ class DeviceMDP:
         if self._joints_pair:
             self._copies.download(self._joints_pair)
 
+    @_on_stream
+    def upload_observations(self, group: str) -> None:
+        """Copy the host manager's buffer of observation group `group` to the device's (a
+        masked `reset` writes back the other envs' last observations there)."""
+        self._copies.upload([(self.buffers[group], self._observations.buffers[group])])
+
     def _stage_rows(self, ids: np.ndarray) -> int:
+        """Row ids (M,) into ``self._rows``; returns M."""
         m = int(np.size(ids))
         if m:
-            wp.copy(self._rows, wp.array(np.asarray(ids, np.int32), dtype=int,
-                                         device=self.device), count=m)  # fmt: skip
+            self._copies.upload_rows(self._rows, np.asarray(ids, np.int32).reshape(-1))
         return m
 
+    @_on_stream
     def observations(
         self, rng: np.random.Generator, groups: tuple[str, ...] | None = None
     ) -> dict[str, np.ndarray]:

@@ -150,7 +150,8 @@ def build_parts(
         robot_on_device = in_place() if in_place is not None else None
         device = getattr(backend, "device", "cpu")
         device_mdp = DeviceMDP(cfg, state, parts.command, parts.rewards, parts.terminations,
-                               parts.observations, dt, device, robot_on_device)  # fmt: skip
+                               parts.observations, dt, device, robot_on_device,
+                               getattr(backend, "stream", None))  # fmt: skip
         parts = dataclasses.replace(parts, device_mdp=device_mdp)
     return parts
 
@@ -297,6 +298,12 @@ class TrackingVecEnv(VectorApiMixin, RenderMixin, TimeLimitMixin, VectorEnv):
         self.events: EventManager = parts.events
         self.observations: ObservationManager = parts.observations
         self._device_mdp: DeviceMDP | None = parts.device_mdp
+        # the device MDP reads the backend's body state where it is (mjwarp): after a step only
+        # written rows are brought up to date there, and the host copy when `state` is read
+        self._sync_device_rows: Callable[[], None] | None = None
+        if parts.device_mdp is not None and parts.device_mdp.reads_robot_in_place:
+            self._sync_device_rows = self.backend.sync_device_state  # type: ignore[attr-defined]
+        self._robot_stale = False  # the host copy of the robot state lags the backend's
         self._end_step = end_step.builds[self._numba_threads.serial]  # the batch's build
         # control steps of each env's current episode
         self.episode_length: np.ndarray = np.zeros(n, np.int32)
@@ -320,9 +327,13 @@ class TrackingVecEnv(VectorApiMixin, RenderMixin, TimeLimitMixin, VectorEnv):
     def state(self) -> MDPState:
         """The `MDPState` every manager reads: robot and reference state, actions, ... (its
         buffers are the managers': read them, write only as a manager would). With the device
-        MDP, the host copy of the reference is brought up to date here, when read."""
+        MDP, the host copies of the reference, and of the robot state where the device MDP reads
+        it on the backend's device, are brought up to date here, when read."""
         if self._device_mdp is not None:
             self._device_mdp.sync_reference()
+        if self._robot_stale:
+            self.backend.copy_body_state_w(self._state.robot)
+            self._robot_stale = False
         return self._state
 
     # ------------------------------------------------------------------ curricula
@@ -356,6 +367,17 @@ class TrackingVecEnv(VectorApiMixin, RenderMixin, TimeLimitMixin, VectorEnv):
     def mdp_device(self) -> str | None:
         """The Warp device of the device MDP ("cuda:0", "cpu"), or None for the host MDP."""
         return None if self._device_mdp is None else self._device_mdp.device
+
+    @property
+    def transfer_bytes(self) -> dict[str, int] | None:
+        """Bytes copied "to_device" and "to_host" since construction by a backend on a Warp
+        device and the device MDP (on Warp's CPU device: those a GPU would move over the bus);
+        None for backends on the host."""
+        moved = getattr(self.backend, "transfer_bytes", None)
+        if moved is None:
+            return None
+        mdp = {} if self._device_mdp is None else self._device_mdp.transfer_bytes
+        return {k: v + mdp.get(k, 0) for k, v in moved.items()}
 
     def device_arrays(self) -> dict[str, Any]:
         """What the last `step` returned, where the device MDP keeps it
@@ -439,6 +461,7 @@ class TrackingVecEnv(VectorApiMixin, RenderMixin, TimeLimitMixin, VectorEnv):
         self._start_episodes(ids)
         self._reinitialise(ids, start)
         self.backend.copy_body_state_w(self._state.robot)
+        self._robot_stale = False
         self._refresh()
         self._was_reset = True
         obs = self._observation()
@@ -448,7 +471,7 @@ class TrackingVecEnv(VectorApiMixin, RenderMixin, TimeLimitMixin, VectorEnv):
                 self.observations.buffers[group][others] = rows
                 (obs[group] if self.obs_mode == "dict" else obs)[others] = rows
                 if self._device_mdp is not None:
-                    self._device_mdp.buffers[group].assign(self.observations.buffers[group])
+                    self._device_mdp.upload_observations(group)
         return obs, {}
 
     @on_batch_threads
@@ -496,7 +519,11 @@ class TrackingVecEnv(VectorApiMixin, RenderMixin, TimeLimitMixin, VectorEnv):
             nonfinite = nonfinite.copy()
             self.nonfinite_count += int(blew_up)
             self._reinitialise(nonfinite.nonzero()[0])
-        self.backend.copy_body_state_w(s.robot)
+        if self._sync_device_rows is not None:  # the host copy when `state` is read
+            self._sync_device_rows()
+            self._robot_stale = True
+        else:
+            self.backend.copy_body_state_w(s.robot)
         np.copyto(s.self_contact_substeps, self.backend.self_contact_substeps)
         s.steps_since_perturbation[:] += 1
         t = self._lap("copy", t)
@@ -562,7 +589,10 @@ class TrackingVecEnv(VectorApiMixin, RenderMixin, TimeLimitMixin, VectorEnv):
         else:
             written = reinit if reinit.size else pushed
         if written.size:
-            self.backend.copy_body_state_w(s.robot, written)
+            if self._sync_device_rows is not None:
+                self._sync_device_rows()
+            else:
+                self.backend.copy_body_state_w(s.robot, written)
             self._refresh(written)
         t = self._lap("reset", t)
 

@@ -420,6 +420,39 @@ def test_the_device_body_state_is_the_host_copy_after_steps_and_row_writes(model
             np.testing.assert_array_equal(getattr(on_device, f).numpy(), getattr(host, f))
 
 
+def test_a_step_copies_only_its_flags_to_the_host(model, backend):
+    """A step moves the targets up (N x nu float32) and its flags down (N x 3 float32); the
+    whole state comes down at the first `copy_body_state_w` after it, written rows' at later
+    ones. After a step, `sync_device_state` brings written rows up to date on the device and
+    copies nothing down; `copy_body_state_w` then returns what the device holds."""
+    qpos, qvel = reset_states(model, np.random.default_rng(9))
+    backend.write_state(np.arange(N), qpos, qvel)
+    read(backend)
+    moved = backend.transfer_bytes
+    targets = np.tile(g1.DEFAULT_JOINT_POS, (N, 1)).astype(np.float32)
+    before = dict(moved)
+    backend.step(targets)
+    assert moved["to_device"] - before["to_device"] == targets.nbytes
+    assert moved["to_host"] - before["to_host"] == N * 3 * 4
+    backend.write_state(np.array([1, 3]), qpos[[2, 0]], qvel[[2, 0]])
+    before = dict(moved)
+    backend.sync_device_state()
+    assert moved["to_host"] == before["to_host"]
+    on_device = backend.device_body_state()
+    np.testing.assert_array_equal(on_device.joint_pos.numpy()[[1, 3]],
+                                  qpos[[2, 0], 7:].astype(np.float32))  # fmt: skip
+    host = read(backend)  # after a step: the whole state, once
+    assert moved["to_host"] - before["to_host"] == backend._state_np.nbytes
+    for f in FIELDS:
+        np.testing.assert_array_equal(getattr(on_device, f).numpy(), getattr(host, f))
+    before = dict(moved)
+    read(backend)  # nothing new
+    assert moved == before
+    backend.write_state(np.array([0]), qpos[[3]], qvel[[3]])
+    read(backend)  # the host copy is current but for row 0: that row comes down
+    assert moved["to_host"] - before["to_host"] == backend._state_np[0].nbytes
+
+
 def test_the_backend_never_waits_for_the_whole_device(model, backend, monkeypatch):
     """Only the backend's own stream is waited for (on the CPU device launches are synchronous
     and nothing is waited for); other work on the device, a policy's, is never waited for."""

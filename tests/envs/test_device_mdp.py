@@ -94,19 +94,22 @@ def test_a_rollout_with_autoresets_is_the_host_mdps_term_by_term(task, mode):
 
 def test_on_mjwarp_the_device_mdp_reads_the_backends_buffer_and_equals_the_host_mdp():
     """MuJoCo Warp on Warp's CPU device (deterministic there): the same physics under both
-    MDPs; the device MDP reads the robot state in the backend's own buffer (no upload)."""
+    MDPs; the device MDP reads the robot state in the backend's own buffer (no upload), and
+    the backend copies only each step's flags to the host (N x 3 float32) until `state` is
+    read, which then holds the host MDP's robot state."""
     n, steps = 4, 40
     task = dataclasses.replace(
         _quiet(TrackingEnvCfg()), backend=BackendCfg(name="mjwarp", device="cpu")
     )
     host = TrackingVecEnv(n, cfg=task, seed=2, obs_mode="dict")
     device = TrackingVecEnv(n, cfg=_on_device(task), seed=2, obs_mode="dict")
-    assert not device._device_mdp._upload_robot
+    assert device._device_mdp.reads_robot_in_place
     obs_h, _ = host.reset()
     obs_d, _ = device.reset()
     _compare_obs(host, obs_h, obs_d, 0)
     rng = np.random.default_rng(3)
     ended = 0
+    to_host = device.backend.transfer_bytes["to_host"]
     for step in range(1, steps + 1):
         actions = rng.normal(0.0, 3.0, (n, host.single_action_space.shape[0]))
         obs_h, rew_h, term_h, trunc_h, info_h = host.step(actions)
@@ -117,6 +120,10 @@ def test_on_mjwarp_the_device_mdp_reads_the_backends_buffer_and_equals_the_host_
         _compare_info(info_h, info_d, step)
         ended += int(np.count_nonzero(term_h | trunc_h))
     assert ended >= 2  # resets wrote rows the device then read in place
+    assert device.backend.transfer_bytes["to_host"] - to_host == steps * n * 3 * 4
+    for field in ("pos_w", "quat_w", "lin_vel_w", "joint_pos", "joint_vel"):
+        assert_allclose(getattr(device.state.robot, field), getattr(host.state.robot, field),
+                        **TOL, err_msg=field)  # fmt: skip
 
 
 def test_a_blown_up_row_ends_as_on_the_host_mdp(tmp_path, monkeypatch):

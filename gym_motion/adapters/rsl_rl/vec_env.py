@@ -49,6 +49,7 @@ from gymnasium.vector import AutoresetMode
 from rsl_rl.env import VecEnv
 from tensordict import TensorDict
 
+from gym_motion.adapters.torch_device import shares_mdp_device
 from gym_motion.envs.stats import TrackingStats, tracking_terms
 
 __all__ = ["RslRlVecEnv"]
@@ -56,17 +57,6 @@ __all__ = ["RslRlVecEnv"]
 # TrackingStats.means keys logged once per step (batch means); the other keys are episode
 # results, logged once per ended episode.
 _PER_STEP = ("reward/", "rollout/")
-
-
-def _shares_device(env: Any, device: torch.device) -> bool:
-    """Whether `env` runs the device MDP on torch's `device` (its arrays then reach torch
-    without the host)."""
-    where = getattr(env, "mdp_device", None)
-    if where is None:
-        return False
-    import warp as wp
-
-    return torch.device(wp.device_to_torch(where)) == device
 
 
 def _tensor(array: Any) -> torch.Tensor:
@@ -144,7 +134,7 @@ class RslRlVecEnv(VecEnv):
         self.last_info: dict[str, Any] = {}
         self.steps = 0
         # a wrapper's transforms apply to the NumPy results only: then those are taken
-        self._on_device = env is base and _shares_device(base, self.device)
+        self._on_device = env is base and shares_mdp_device(base, self.device)
         obs, _ = env.reset()
         self._obs = self._tensordict(obs)
         self._length_buf = self._steps_against_limit()

@@ -39,6 +39,7 @@ from stable_baselines3.common.type_aliases import DictRolloutBufferSamples, Roll
 from stable_baselines3.common.vec_env import VecNormalize
 
 from gym_motion.adapters.sb3.vec_env import SB3VecEnv
+from gym_motion.adapters.torch_device import shares_mdp_device
 
 __all__ = ["DeviceRolloutBuffer", "TrackingPPO"]
 
@@ -502,12 +503,7 @@ class TrackingPPO(PPO):
         # NumPy results only: those are taken then
         if adapter.venv is not adapter.venv.unwrapped or not (norm.norm_obs and every_key):
             return False
-        where = getattr(self._env_base(adapter), "mdp_device", None)
-        if where is None:
-            return False
-        import warp as wp
-
-        return th.device(wp.device_to_torch(where)) == self.device
+        return shares_mdp_device(self._env_base(adapter), self.device)
 
     def _episode_infos(self, info: dict[str, Any], ended: np.ndarray, adapter: SB3VecEnv) -> None:
         """SB3's episode-info buffer (``rollout/ep_rew_mean``, ``ep_len_mean``) from the env's
