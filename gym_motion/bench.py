@@ -332,8 +332,10 @@ def bench_env(
     a control step, 1 / ratio), ``peak_rss_mb`` (the env's, after warm-up, before the bare
     loops exist), ``num_envs``, ``threads``, ``steps`` (all windows), ``repeats``,
     ``steps_per_repeat``, ``mdp`` (where the MDP ran: ``backend_kwargs["mdp"]``, "host" by
-    default); for "mjwarp" also ``backend_phases_ms`` (control upload, physics, the copy of
-    the step's flags), measured in a further pass with device synchronisations between them,
+    default; with "device" the env steps as a learner on its device does: actions there,
+    `TrackingVecEnv.step_on_device`); for "mjwarp" also ``backend_phases_ms`` (control
+    upload, physics, the copy of the step's flags), measured in a further pass with device
+    synchronisations between them,
     ``device_memory_mb`` (`device_memory_mb`, after warm-up, before the bare loop exists) and
     ``transfer_kb_per_step`` (kB copied "to_device" and "to_host" per env step in the timed
     windows, `TrackingVecEnv.transfer_bytes`).
@@ -348,10 +350,16 @@ def bench_env(
     per = -(-steps // repeats)
     env = TrackingVecEnv(num_envs, backend=backend, seed=seed, backend_kwargs=backend_kwargs)
     rng = np.random.default_rng(seed)
-    actions = rng.normal(0.0, action_std, size=(8, num_envs, 29)).astype(np.float32)
+    actions = list(rng.normal(0.0, action_std, size=(8, num_envs, 29)).astype(np.float32))
+    step: Any = env.step
+    if env.mdp_device is not None:  # as a learner on that device steps: nothing leaves it
+        import warp as wp
+
+        actions = [wp.array(a, dtype=float, device=env.mdp_device) for a in actions]
+        step = env.step_on_device
     env.reset(seed=seed)
     for k in range(3):  # warm-up: compile, caches
-        env.step(actions[k])
+        step(actions[k])
     rss = peak_rss_mb()
     memory = device_memory_mb(env.backend.device) if backend == "mjwarp" else None
     threads = getattr(env.backend, "num_threads", None)
@@ -375,7 +383,7 @@ def bench_env(
             if paired:
                 inputs.record()
             t0 = time.perf_counter()
-            env.step(actions[count % len(actions)])
+            step(actions[count % len(actions)])
             elapsed += time.perf_counter() - t0
             if paired:
                 inputs.record_controls()
@@ -399,7 +407,7 @@ def bench_env(
         result["device_memory_mb"] = memory
         be.profile = True
         for k in range(per):
-            env.step(actions[k % len(actions)])
+            step(actions[k % len(actions)])
         result["backend_phases_ms"] = {k: 1e3 * v / per for k, v in be.phase_times.items()}
         be.profile = False
     for loop in loops:

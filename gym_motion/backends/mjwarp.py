@@ -399,6 +399,14 @@ def _scatter_rows(
 
 
 @wp.kernel
+def _set_ctrl(targets: wp.array2d(dtype=float), act_ids: wp.array(dtype=int),
+              ctrl: wp.array2d(dtype=float)):  # fmt: skip
+    """ctrl[w, act_ids[j]] = targets[w, j]: position targets (N, J) into the actuators."""
+    w, j = wp.tid()
+    ctrl[w, act_ids[j]] = targets[w, j]
+
+
+@wp.kernel
 def _flag_columns(state: wp.array2d(dtype=float), base: int, flags: wp.array2d(dtype=float)):
     """flags[w] = the last 3 columns of the state buffer from `base` (self-contact substeps,
     blown up, overflow bits): what the host reads after every step."""
@@ -625,6 +633,7 @@ class MjWarpBackend:
             self._qpos_adr = wp.array(bound.qpos_adr, dtype=int)
             self._dof_adr = wp.array(bound.dof_adr, dtype=int)
             self._contact_cols = wp.array(cols, dtype=int)
+            self._act_ids_dev = wp.array(bound.actuator_ids, dtype=int)
             self._self_contact = wp.zeros(n, dtype=int)
             self._all_worlds = wp.array(np.arange(n), dtype=int)
             self._num_worlds = wp.array([n], dtype=int)
@@ -677,29 +686,41 @@ class MjWarpBackend:
         self._refresh()
 
     # ------------------------------------------------------------------ protocol
-    def step(self, joint_pos_target: np.ndarray) -> None:
-        """Advance every world `decimation` substeps holding position targets (N, J) rad.
+    def step(self, joint_pos_target: np.ndarray | wp.array) -> None:
+        """Advance every world `decimation` substeps holding position targets (N, J) rad: a
+        NumPy array, or a float32 Warp array on the backend's device (read there, after the
+        work queued on `stream`: a device MDP's targets).
 
         Raises:
-            ValueError: targets of the wrong shape.
+            ValueError: targets of the wrong shape, or a Warp array of another dtype or device.
             CapacityOverflowError: with ``on_overflow="raise"``, a world overflowed a capacity
                 (see `CAPACITY_OVERFLOW`); the message names the envs, what ran out and the
                 setting to raise.
         """
         self._check_open()
-        targets = np.asarray(joint_pos_target)
+        on_device = isinstance(joint_pos_target, wp.array)
+        targets = joint_pos_target if on_device else np.asarray(joint_pos_target)
         if targets.shape != (self.num_envs, self._nj):
             raise ValueError(
                 f"joint_pos_target must have shape ({self.num_envs}, {self._nj}), "
                 f"got {targets.shape}"
             )
+        if on_device and (targets.dtype != wp.float32 or targets.device.alias != self.device):
+            got = f"{wp.types.type_repr(targets.dtype)} on {targets.device}"
+            raise ValueError(f"joint_pos_target on a device must be float32 on {self.device}, "
+                             f"got {got}")  # fmt: skip
         t0 = time.perf_counter()
-        if self._act_identity:
-            np.copyto(self._ctrl_np, targets, casting="same_kind")
-        else:
-            self._ctrl_np[:, self._act_ids] = targets
+        if not on_device:
+            if self._act_identity:
+                np.copyto(self._ctrl_np, targets, casting="same_kind")
+            else:
+                self._ctrl_np[:, self._act_ids] = targets
         with self._scope():
-            self._to_device(self._d.ctrl, self._ctrl_host)
+            if on_device:
+                wp.launch(_set_ctrl, dim=targets.shape, inputs=[targets, self._act_ids_dev],
+                          outputs=[self._d.ctrl])  # fmt: skip
+            else:
+                self._to_device(self._d.ctrl, self._ctrl_host)
             t1 = self._mark(t0, "upload")
             self._launch("step", self._step_sequence)
             t2 = self._mark(t1, "physics")

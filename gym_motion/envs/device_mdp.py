@@ -1,14 +1,15 @@
 """The MDP of a `TrackingVecEnv` on a Warp device: the per-step kernels of
 `gym_motion.kernels.device`, bound once to device buffers (``BackendCfg.mdp = "device"``).
 
-What runs on the device each control step: the motion command (advance, gather, re-anchor),
-the termination terms and their OR, the reward terms and their weighing, the end of the step
-(flags, masked reward, episode length), the tracking errors, the episode sums, and every
-observation group (terms, noise drawn on the device, clip, scale). The host keeps what it owns
-in this first version and mirrors it both ways (docs/backends.md, "The MDP on the GPU"):
-actions, resets (RSI and the adaptive sampler on the host's random stream), events, and the
-Gymnasium API's NumPy results. Without observation noise a run gives the host MDP's values to
-float32 rounding (``tests/envs/test_device_mdp.py``); with it, the noise is the device's own.
+What runs on the device each control step: the actions (joint position targets, the action
+history), the motion command (advance, gather, re-anchor), the termination terms and their
+OR, the reward terms and their weighing, the end of the step (flags, masked reward, episode
+length), the tracking errors, the episode sums, and every observation group (terms, noise
+drawn on the device, clip, scale). The host keeps what it owns in this version and mirrors it
+(docs/backends.md, "The MDP on the GPU"): resets (RSI and the adaptive sampler on the host's
+random stream), events, and the Gymnasium API's NumPy results. Without observation noise a
+run gives the host MDP's values to float32 rounding (``tests/envs/test_device_mdp.py``); with
+it, the noise is the device's own.
 
 A term runs on the device when it is one of the package's built-in terms (`DEVICE_TERMS`);
 a task with a term of its own is refused when the env is built.
@@ -24,6 +25,7 @@ import numpy as np
 import warp as wp
 
 from gym_motion.backends.device_state import DeviceBodyState
+from gym_motion.kernels.device import actions as k_actions
 from gym_motion.kernels.device import command as k_command
 from gym_motion.kernels.device import episode as k_episode
 from gym_motion.kernels.device import metrics as k_metrics
@@ -34,6 +36,7 @@ from gym_motion.kernels.metrics import TRACKING_ERRORS
 from gym_motion.managers import observation as obs_terms
 from gym_motion.managers import reward as reward_terms
 from gym_motion.managers import termination as term_terms
+from gym_motion.managers.action import ActionManager
 from gym_motion.managers.command import CommandManager
 from gym_motion.managers.observation import NoiseColumns, ObservationManager, ObsTermCfg
 from gym_motion.managers.reward import RewardManager, RewardTermCfg
@@ -236,6 +239,12 @@ class _Copies:
         view[:m] = rows
         wp.copy(dev, stage, count=rows.size)
 
+    def wait(self, arr: wp.array) -> None:
+        """Wait for the work queued on the current stream of `arr`'s device (on a GPU)."""
+        if self._cuda:
+            wp.synchronize_stream(wp.get_stream(arr.device))
+            self._in_flight.clear()
+
     def download(self, pairs: list[tuple[wp.array, np.ndarray]]) -> None:
         """``host[...] = device`` for each (device array, NumPy array) of equal shapes."""
         self.moved["to_host"] += sum(dev.size * _itemsize(dev) for dev, _ in pairs)
@@ -281,11 +290,13 @@ class DeviceMDP:
     """The per-step MDP of N envs on a Warp device, beside the host managers it mirrors.
 
     Args:
-        cfg: the env's `TrackingEnvCfg` (reward, termination and observation terms, noise).
+        cfg: the env's `TrackingEnvCfg` (reward, termination and observation terms, noise,
+            action offset).
         state: the host `MDPState` (sizes, anchor and root, default pose, soft limits).
-        command, rewards, terminations, observations: the host managers, whose buffers
-            receive the device's results (clip frames, tracking errors, episode sums, fired
-            terms, observation groups).
+        actions, command, rewards, terminations, observations: the host managers, whose
+            buffers receive the device's results (clip frames, tracking errors, episode sums,
+            fired terms, observation groups; joint targets where the backend is on the
+            host).
         dt: control step, s. device: the Warp device ("cpu", "cuda:0", ...).
         robot: the robot's state on `device`, read where it is (the mjwarp backend's gather
             buffer: `MjWarpBackend.device_body_state`); None: a buffer of its own, uploaded
@@ -308,6 +319,7 @@ class DeviceMDP:
         self,
         cfg: Any,
         state: MDPState,
+        actions: ActionManager,
         command: CommandManager,
         rewards: RewardManager,
         terminations: TerminationManager,
@@ -322,27 +334,33 @@ class DeviceMDP:
         self.num_envs = n = state.num_envs
         self.anchor, self.root = state.anchor, state.root
         self._host = state
+        self._actions = actions
         self._command, self._rewards = command, rewards
         self._terminations, self._observations = terminations, observations
         self._keep: list[wp.array] = []  # index arrays the bound launches read
         self._copies = _Copies(device)
         self.transfer_bytes = self._copies.moved
         self._row_stages: dict[int, wp.array] = {}
-        self._reference_stale = True  # the host's copy of the reference lags the device's
+        self._host_stale = True  # the host's copies of the reference and actions lag
         b, j = len(state.body_names), state.robot.joint_pos.shape[1]
         self.reads_robot_in_place = robot is not None
         self.robot = DeviceBodyState.zeros(n, b, j, device) if robot is None else robot
         self.ref = DeviceBodyState.zeros(n, b, j, device)
         self.ref_rel_pos_w = wp.zeros((n, b, 3), dtype=float, device=device)
-        # residual actions read the reference joints on the host every step: those go each time
-        self._joints_pair = (
-            [(self.ref.joint_pos, state.ref.joint_pos)] if cfg.action_offset == "reference" else []
-        )
         self.ref_rel_quat_w: wp.array = wp.array(state.ref_rel_quat_w, dtype=float, device=device)
         self.action = wp.zeros((n, j), dtype=float, device=device)
         self.last_action = wp.zeros((n, j), dtype=float, device=device)
         self.action_obs = wp.zeros((n, j), dtype=float, device=device)
         self.encoder_bias = wp.zeros((n, j), dtype=float, device=device)
+        self._actions_in = wp.zeros((n, j), dtype=float, device=device)
+        self.targets = wp.zeros((n, j), dtype=float, device=device)
+        self._bad = wp.zeros(1, dtype=wp.int32, device=device)
+        self._scale: wp.array = wp.array(actions.scale, dtype=float, device=device)
+        # where a zero action puts the joints: the default pose, or the observed reference
+        self._offset: wp.array = (
+            self.ref.joint_pos if cfg.action_offset == "reference" else wp.array(
+                np.tile(state.default_joint_pos, (n, 1)), dtype=float, device=device)
+        )  # fmt: skip
         self.self_contact_substeps = wp.zeros(n, dtype=wp.int32, device=device)
         self.steps_since_perturbation = wp.zeros(n, dtype=wp.int32, device=device)
         self.default_joint_pos: wp.array = wp.array(
@@ -484,25 +502,24 @@ class DeviceMDP:
     # ------------------------------------------------------------------ host <-> device
     def _upload_inputs(self, every: bool) -> None:
         """Copy what the host owns to the device: the robot state (unless read in place),
-        actions, self-contact counts, steps since the last perturbation and the active
-        terminations (a step changes them all), and with `every` the encoder bias (which
-        only episode starts change) too."""
+        self-contact counts, steps since the last perturbation and the active terminations (a
+        step changes them all), and with `every` the encoder bias (which only episode starts
+        change) too."""
         s = self._host
         pairs = _body_pairs(self.robot, s.robot) if not self.reads_robot_in_place else []
-        names = ("action", "last_action", "action_obs", "self_contact_substeps",
-                 "steps_since_perturbation", *(("encoder_bias",) if every else ()))  # fmt: skip
+        names = ("self_contact_substeps", "steps_since_perturbation",
+                 *(("encoder_bias",) if every else ()))  # fmt: skip
         pairs += [(getattr(self, name), getattr(s, name)) for name in names]
         pairs.append((self.active, self._terminations.active))
         self._copies.upload(pairs)
 
     def _upload_rows(self, m: int, ids: np.ndarray) -> None:
         """Copy rows `ids` (M,) of what the host writes at a reset or push (robot state
-        unless read in place, actions, encoder bias, steps since the last perturbation) to
-        the device; their device ids are staged in ``self._rows``."""
+        unless read in place, encoder bias, steps since the last perturbation) to the device;
+        their device ids are staged in ``self._rows``."""
         s = self._host
         floats = _body_pairs(self.robot, s.robot) if not self.reads_robot_in_place else []
-        floats += [(getattr(self, name), getattr(s, name))
-                   for name in ("action", "last_action", "action_obs", "encoder_bias")]  # fmt: skip
+        floats.append((self.encoder_bias, s.encoder_bias))
         for dev, host in floats:
             flat = dev.reshape((self.num_envs, -1))
             stage = self._row_stage(dev, flat.shape)
@@ -525,13 +542,17 @@ class DeviceMDP:
         return stage
 
     @_on_stream
-    def sync_reference(self) -> None:
-        """Bring the host's copy of the reference (``state.ref``, ``ref_rel_*``) up to date,
-        if a step or refresh changed it since the last sync (`TrackingVecEnv.state` calls it:
-        rendering, evaluation and the viewer read it)."""
-        if self._reference_stale:
-            self._copies.download(self._reference_pairs())
-            self._reference_stale = False
+    def sync_host(self) -> None:
+        """Bring the host's copies of what the device owns (``state.ref``, ``ref_rel_*``, the
+        action history ``action``, ``last_action``, ``action_obs``) up to date, if a step or
+        refresh changed them since the last sync (`TrackingVecEnv.state` calls it: rendering,
+        evaluation and the viewer read them)."""
+        if self._host_stale:
+            s = self._host
+            history = [(getattr(self, k), getattr(s, k))
+                       for k in ("action", "last_action", "action_obs")]  # fmt: skip
+            self._copies.download([*self._reference_pairs(), *history])
+            self._host_stale = False
 
     def _frame_pairs(self) -> list[tuple[wp.array, np.ndarray]]:
         c = self._command
@@ -543,6 +564,69 @@ class DeviceMDP:
                 (self.ref_rel_quat_w, s.ref_rel_quat_w)]  # fmt: skip
 
     # ------------------------------------------------------------------ the step
+    @_on_stream
+    def act(self, actions: Any, held: np.ndarray) -> wp.array | np.ndarray:
+        """Actions -> joint position targets, on the device
+        (`gym_motion.kernels.device.actions`, the twin of `ActionManager.process`):
+        ``last_action <- action <- actions`` (rows `held` zeroed), ``targets = action scale +
+        offset - encoder_bias`` and the observed action.
+
+        Args:
+            actions: (N, J) NumPy array (float32, or float64 cast to float32), or a float32
+                array on this device: a ``wp.array``, or what Warp reads through DLPack (a
+                torch tensor).
+            held: (N,) bool, rows being autoreset this step.
+
+        Returns:
+            The (N, J) float32 targets, rad, where the backend reads them: this MDP's device
+            array when it reads the robot state in place (the mjwarp backend on the same
+            device), else the host `ActionManager.targets` (copied there).
+
+        Raises:
+            ValueError: wrong shape, dtype or device; values not finite as float32, or targets
+                beyond +-1e10 rad (the rows named, as `ActionManager.process` names them).
+        """
+        n, j = self._actions_in.shape
+        if isinstance(actions, np.ndarray) or not hasattr(actions, "__dlpack__"):
+            host = np.asarray(actions)
+            if host.shape != (n, j):
+                raise ValueError(f"actions must have shape {(n, j)}, got {host.shape}")
+            if host.dtype.kind not in "fiu":
+                raise ValueError(f"actions must be floats, got dtype {host.dtype}")
+            with np.errstate(over="ignore"):  # beyond float32: inf, refused below
+                self._copies.upload([(self._actions_in, host)])
+        else:
+            arr = actions if isinstance(actions, wp.array) else wp.from_dlpack(actions)
+            if not isinstance(arr, wp.array):
+                raise ValueError(f"actions must be an array, got {type(actions).__name__}")
+            if arr.shape != (n, j) or arr.dtype != wp.float32 or arr.device != self._bad.device:
+                raise ValueError(
+                    f"actions on a device must be ({n}, {j}) float32 on {self.device}, got "
+                    f"{arr.shape} {wp.types.type_repr(arr.dtype)} on {arr.device}"
+                )
+            wp.copy(self._actions_in, arr)
+        self._copies.upload([(self._flags_in["held"], held)])
+        self._bad.zero_()
+        wp.launch(k_actions.count_bad_actions, dim=n, device=self.device,
+                  inputs=[self._scale, self._offset, self.encoder_bias, self._actions_in,
+                          self._bad])  # fmt: skip
+        bad = np.zeros(1, np.int32)
+        self._copies.download([(self._bad, bad)])
+        if bad[0]:
+            self.sync_host()  # the offset of residual actions: the observed reference
+            refused = np.empty((n, j), np.float32)
+            self._copies.download([(self._actions_in, refused)])
+            raise ValueError(self._actions.refusal(refused))
+        wp.launch(k_actions.joint_targets, dim=n, device=self.device,
+                  inputs=[self._scale, self._offset, self.default_joint_pos, self.encoder_bias,
+                          self.action, self.last_action, self.action_obs, self.targets,
+                          self._actions_in, self._flags_in["held"]])  # fmt: skip
+        self._host_stale = True
+        if self.reads_robot_in_place:
+            return self.targets
+        self._copies.download([(self.targets, self._actions.targets)])
+        return self._actions.targets
+
     @_on_stream
     def step(
         self,
@@ -568,11 +652,10 @@ class DeviceMDP:
         Returns:
             (done rows, teleport rows, the step's weighted terms (K, N) float32, a new array).
             The host managers' mirrors (clip frames, fired terms, tracking errors) are updated;
-            the reference's when read (`sync_reference`).
+            the reference's and the action history's when read (`sync_host`).
         """
         self._upload_inputs(every=False)
         self._copies.upload([*self._frame_pairs(),  # the host re-initialises blown-up rows
-                             (self._flags_in["held"], held),
                              (self._flags_in["nonfinite"], nonfinite),
                              (self._time_limit_offset, time_limit_offset)])  # fmt: skip
         self._counts.zero_()
@@ -596,9 +679,9 @@ class DeviceMDP:
             *((arr, out[key]) for key, arr in f.items()), (self.reward, out["reward"]),
             (self.episode_length, episode_length), *self._frame_pairs(),
             (self.errors, c.errors), (self.fired, t.fired), (self.any_term, t.terminated),
-            (self._counts, counts), (self._columns, columns), *self._joints_pair,
+            (self._counts, counts), (self._columns, columns),
         ])  # fmt: skip
-        self._reference_stale = True
+        self._host_stale = True
         return int(counts[0]), int(counts[1]), columns
 
     def results(self) -> dict[str, wp.array]:
@@ -620,12 +703,15 @@ class DeviceMDP:
 
     @_on_stream
     def start_episodes(self, ids: np.ndarray) -> None:
-        """New episodes on rows `ids` (M,): their sums and lengths set to 0."""
+        """New episodes on rows `ids` (M,): their sums, lengths and action history set to
+        0."""
         m = self._stage_rows(ids)
         if m:
             wp.launch(k_episode.clear_episode_rows, dim=m, device=self.device,
                       inputs=[self._rows, self._term_sums, self._return, self._error_sums,
-                              self.episode_length])  # fmt: skip
+                              self.episode_length, self.action, self.last_action,
+                              self.action_obs])  # fmt: skip
+            self._host_stale = True
 
     @_on_stream
     def refresh(self, ids: np.ndarray | None = None) -> None:
@@ -642,9 +728,7 @@ class DeviceMDP:
             if m:
                 self._upload_rows(m, np.asarray(ids))
                 self._reference_step(False, self._rows, m).launch()
-        self._reference_stale = True
-        if self._joints_pair:
-            self._copies.download(self._joints_pair)
+        self._host_stale = True
 
     @_on_stream
     def upload_observations(self, group: str) -> None:
@@ -661,10 +745,13 @@ class DeviceMDP:
 
     @_on_stream
     def observations(
-        self, rng: np.random.Generator, groups: tuple[str, ...] | None = None
-    ) -> dict[str, np.ndarray]:
-        """Fill the groups `groups` (all when None) on the device and copy them into the host
-        manager's buffers; returns those buffers (owned: copy before handing out).
+        self, rng: np.random.Generator, groups: tuple[str, ...] | None = None,
+        download: bool = True,
+    ) -> dict[str, np.ndarray]:  # fmt: skip
+        """Fill the groups `groups` (all when None) on the device and, with `download`, copy
+        them into the host manager's buffers; returns those buffers (owned: copy before
+        handing out; without `download` they hold what they held, and the device's groups
+        are complete on return, for a learner's stream to read).
 
         Noise: each noisy group takes one seed from `rng` per call and draws its uniforms on
         the device (`gym_motion.kernels.device.observations.add_drawn_uniform_noise`), where
@@ -682,5 +769,8 @@ class DeviceMDP:
                           inputs=[self.buffers[group], seed, *noise])  # fmt: skip
             for launch in self._post_terms[group]:
                 launch()
-        self._copies.download([(self.buffers[g], host[g]) for g in self._observed])
+        if download:
+            self._copies.download([(self.buffers[g], host[g]) for g in self._observed])
+        else:  # complete when read from another stream (a learner's)
+            self._copies.wait(self.buffers[self._observed[0]])
         return host

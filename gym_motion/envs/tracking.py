@@ -149,9 +149,9 @@ def build_parts(
         in_place = getattr(backend, "device_body_state", None)
         robot_on_device = in_place() if in_place is not None else None
         device = getattr(backend, "device", "cpu")
-        device_mdp = DeviceMDP(cfg, state, parts.command, parts.rewards, parts.terminations,
-                               parts.observations, dt, device, robot_on_device,
-                               getattr(backend, "stream", None))  # fmt: skip
+        device_mdp = DeviceMDP(cfg, state, parts.actions, parts.command, parts.rewards,
+                               parts.terminations, parts.observations, dt, device,
+                               robot_on_device, getattr(backend, "stream", None))  # fmt: skip
         parts = dataclasses.replace(parts, device_mdp=device_mdp)
     return parts
 
@@ -330,7 +330,7 @@ class TrackingVecEnv(VectorApiMixin, RenderMixin, TimeLimitMixin, VectorEnv):
         MDP, the host copies of the reference, and of the robot state where the device MDP reads
         it on the backend's device, are brought up to date here, when read."""
         if self._device_mdp is not None:
-            self._device_mdp.sync_reference()
+            self._device_mdp.sync_host()
         if self._robot_stale:
             self.backend.copy_body_state_w(self._state.robot)
             self._robot_stale = False
@@ -371,13 +371,15 @@ class TrackingVecEnv(VectorApiMixin, RenderMixin, TimeLimitMixin, VectorEnv):
     @property
     def transfer_bytes(self) -> dict[str, int] | None:
         """Bytes copied "to_device" and "to_host" since construction by a backend on a Warp
-        device and the device MDP (on Warp's CPU device: those a GPU would move over the bus);
-        None for backends on the host."""
-        moved = getattr(self.backend, "transfer_bytes", None)
-        if moved is None:
+        device and by the device MDP (on Warp's CPU device: those a GPU would move over the
+        bus); None when neither runs (the host MDP on a host backend)."""
+        counts = [getattr(self.backend, "transfer_bytes", None)]
+        if self._device_mdp is not None:
+            counts.append(self._device_mdp.transfer_bytes)
+        present = [c for c in counts if c is not None]
+        if not present:
             return None
-        mdp = {} if self._device_mdp is None else self._device_mdp.transfer_bytes
-        return {k: v + mdp.get(k, 0) for k, v in moved.items()}
+        return {k: sum(c[k] for c in present) for k in ("to_device", "to_host")}
 
     def device_arrays(self) -> dict[str, Any]:
         """What the last `step` returned, where the device MDP keeps it
@@ -481,7 +483,8 @@ class TrackingVecEnv(VectorApiMixin, RenderMixin, TimeLimitMixin, VectorEnv):
         """Step every env one control step; see the class docstring for the order and info.
 
         Args:
-            actions: (N, J) finite floats.
+            actions: (N, J) finite floats. With the device MDP, also a float32 array on its
+                device (a torch tensor, a Warp array), read there.
 
         Raises:
             ValueError: wrong shape, values not finite as float32, or joint targets beyond
@@ -491,6 +494,41 @@ class TrackingVecEnv(VectorApiMixin, RenderMixin, TimeLimitMixin, VectorEnv):
                 were not reset (``reset(options={"reset_mask": mask})``) since (the envs are
                 named; as gymnasium's SyncVectorEnv, which refuses such a step).
         """
+        return self._step(actions, host_obs=True)
+
+    @on_batch_threads
+    def step_on_device(
+        self, actions: Any
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """`step` for a learner on the device MDP's device: the step's observations stay
+        there, in `device_arrays` with its reward and flags (complete when this returns);
+        nothing of them is copied to the host but what the step's info needs (SAME_STEP's
+        ``final_obs``, when envs ended).
+
+        Args:
+            actions: (N, J) float32 on the device MDP's device (a torch tensor, a Warp array)
+                read there, or NumPy floats.
+
+        Returns:
+            (reward, terminated, truncated, info) as `step` returns them (the host copies,
+            which the env's episode bookkeeping reads anyway).
+
+        Raises:
+            RuntimeError: the env runs the host MDP (and as `step`).
+            ValueError: as `step`; a device array of another shape, dtype or device.
+        """
+        if self._device_mdp is None:
+            raise RuntimeError(
+                "step_on_device() needs the device MDP: build the env with "
+                "TrackingEnvCfg(backend=BackendCfg(..., mdp='device')); this env runs the "
+                "host MDP (use step())"
+            )
+        return self._step(actions, host_obs=False)[1:]
+
+    def _step(
+        self, actions: Any, host_obs: bool
+    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """`step`; with `host_obs` False the observations are left on the device (None)."""
         self._check_usable("step")
         s, n, mode = self._state, self.num_envs, self.autoreset_mode
         if mode is AutoresetMode.DISABLED and self._num_needs_reset:
@@ -509,7 +547,10 @@ class TrackingVecEnv(VectorApiMixin, RenderMixin, TimeLimitMixin, VectorEnv):
         self._num_held = num_held
 
         # 1-2: actions -> physics -> fresh state
-        targets = self.actions.process(actions, held)
+        if self._device_mdp is None:
+            targets = self.actions.process(actions, held)
+        else:
+            targets = self._device_mdp.act(actions, held)
         t = self._lap("action", t)
         self.backend.step(targets)
         t = self._lap("physics", t)
@@ -597,7 +638,7 @@ class TrackingVecEnv(VectorApiMixin, RenderMixin, TimeLimitMixin, VectorEnv):
         t = self._lap("reset", t)
 
         # 7: observations
-        obs = self._observation()
+        obs = self._observation(host=host_obs)
         self._lap("observation", t)
         return obs, reward, terminated, truncated, info
 
@@ -650,12 +691,16 @@ class TrackingVecEnv(VectorApiMixin, RenderMixin, TimeLimitMixin, VectorEnv):
         else:
             self._device_mdp.refresh(ids)
 
-    def _observation(self) -> Any:
-        """A copy of the policy observation, or of every group's (``obs_mode="dict"``)."""
-        compute = self.observations.compute
-        if self._device_mdp is not None:
-            compute = self._device_mdp.observations
+    def _observation(self, host: bool = True) -> Any:
+        """A copy of the policy observation, or of every group's (``obs_mode="dict"``); with
+        the device MDP and `host` False, computed on the device only (returns None)."""
+        groups = None if self.obs_mode == "dict" else ("policy",)
+        if self._device_mdp is None:
+            bufs = self.observations.compute(self._rng, groups)
+        else:
+            bufs = self._device_mdp.observations(self._rng, groups, download=host)
+            if not host:
+                return None
         if self.obs_mode == "dict":
-            bufs = compute(self._rng)
             return {g: b.copy() for g, b in bufs.items()}
-        return compute(self._rng, ("policy",))["policy"].copy()
+        return bufs["policy"].copy()

@@ -59,13 +59,3 @@ def joint_targets(
             else:
                 action_obs[i, j] = a + (offset[i, j] - default[j]) / scale[j]
     return bad
-    for i in prange(n):
-        for j in range(nj):
-            a = np.float32(0.0) if held[i] else np.float32(actions[i, j])
-            last_action[i, j] = np.float32(0.0) if held[i] else action[i, j]
-            action[i, j] = a
-            t = a * scale[j]
-            t += offset[i, j]
-            t -= encoder_bias[i, j]
-            targets[i, j] = t
-    return bad

@@ -35,6 +35,7 @@ class ActionManager:
         serial: whether its kernels run their serial builds (the env's `NumbaThreads.serial`).
 
     Attributes:
+        scale: (J,) float32, rad per unit action.
         targets: (N, J) float32, joint position targets of the last `process`, rad.
     """
 
@@ -44,7 +45,7 @@ class ActionManager:
         if offset not in ACTION_OFFSETS:
             raise ValueError(f"action offset must be one of {ACTION_OFFSETS}, got {offset!r}")
         self._state = s = state
-        self._scale = np.asarray(action_scale, np.float32)
+        self.scale = np.asarray(action_scale, np.float32)
         self.targets = np.zeros(state.action.shape, np.float32)
         self._none_held = np.zeros(state.num_envs, bool)
         if offset == "reference":
@@ -52,7 +53,7 @@ class ActionManager:
         else:
             self._offset = np.tile(s.default_joint_pos, (state.num_envs, 1))
         self._targets = bind_builds(partial(
-            joint_targets, self._scale, self._offset, s.default_joint_pos, s.encoder_bias,
+            joint_targets, self.scale, self._offset, s.default_joint_pos, s.encoder_bias,
             s.action, s.last_action, s.action_obs, self.targets,
         ))[serial]  # fmt: skip
 
@@ -74,14 +75,15 @@ class ActionManager:
             actions = actions.copy()  # a view of the history (the kernel writes it as it reads)
         held = self._none_held if held is None else held
         if self._targets(actions, held):
-            raise ValueError(self._refusal(actions))
+            raise ValueError(self.refusal(actions))
         return self.targets
 
-    def _refusal(self, actions: np.ndarray) -> str:
-        """Why `actions` were refused, naming the rows (as the kernel checks them)."""
+    def refusal(self, actions: np.ndarray) -> str:
+        """Why (N, J) `actions` are refused, naming the rows (as the kernel checks them); empty
+        when they are not."""
         with np.errstate(over="ignore", invalid="ignore"):
             a = actions.astype(np.float32)
-            target = a * self._scale + self._offset - self._state.encoder_bias
+            target = a * self.scale + self._offset - self._state.encoder_bias
         nonfinite = ~np.isfinite(a).all(axis=1)
         beyond = ~nonfinite & (np.abs(target) > MAX_TARGET).any(axis=1)
         parts = []

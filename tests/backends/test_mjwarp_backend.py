@@ -453,6 +453,30 @@ def test_a_step_copies_only_its_flags_to_the_host(model, backend):
     assert moved["to_host"] - before["to_host"] == backend._state_np[0].nbytes
 
 
+def test_targets_on_the_device_step_as_their_numpy_copy_without_an_upload(model, backend):
+    """Position targets in a float32 Warp array on the backend's device (a device MDP's) are
+    read there: the same step as from NumPy, bit for bit, and nothing copied to the device;
+    another shape, dtype or device is refused."""
+    qpos, qvel = reset_states(model, np.random.default_rng(10))
+    targets = np.tile(g1.DEFAULT_JOINT_POS, (N, 1)).astype(np.float32)
+    targets += np.random.default_rng(11).uniform(-0.2, 0.2, targets.shape).astype(np.float32)
+    results = []
+    for on_device in (False, True):
+        backend.write_state(np.arange(N), qpos, qvel)
+        read(backend)
+        before = backend.transfer_bytes["to_device"]
+        backend.step(wp.array(targets, dtype=float, device="cpu") if on_device else targets)
+        moved = backend.transfer_bytes["to_device"] - before
+        assert moved == (0 if on_device else targets.nbytes)
+        results.append(read(backend))
+    for f in FIELDS:
+        np.testing.assert_array_equal(getattr(results[1], f), getattr(results[0], f))
+    with pytest.raises(ValueError, match="shape"):
+        backend.step(wp.zeros((N, NJ - 1), dtype=float, device="cpu"))
+    with pytest.raises(ValueError, match="float32 on cpu"):
+        backend.step(wp.zeros((N, NJ), dtype=wp.float64, device="cpu"))
+
+
 def test_the_backend_never_waits_for_the_whole_device(model, backend, monkeypatch):
     """Only the backend's own stream is waited for (on the CPU device launches are synchronous
     and nothing is waited for); other work on the device, a policy's, is never waited for."""

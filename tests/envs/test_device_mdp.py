@@ -195,3 +195,101 @@ def test_mdp_must_be_host_or_device():
         BackendCfg(mdp="gpu")
     assert BackendCfg(name="mjwarp", mdp="device").kwargs().keys() >= {"device"}
     assert "mdp" not in BackendCfg(mdp="device").kwargs()
+
+
+@pytest.mark.parametrize("backend", ["mujoco", "mjwarp"])
+def test_the_device_refuses_the_actions_the_host_refuses_and_writes_nothing(backend):
+    """Actions with a value not finite as float32, or targets beyond MuJoCo's mjMAXVAL, are
+    refused by the device MDP with the host's message (the rows named), before anything is
+    written: the action history and the next step are as if the call never came."""
+    task = _quiet(TrackingEnvCfg())
+    task = dataclasses.replace(task, backend=BackendCfg(name=backend, device="cpu")
+                               if backend == "mjwarp" else task.backend)  # fmt: skip
+    host = TrackingVecEnv(4, cfg=task, seed=1)
+    device = TrackingVecEnv(4, cfg=_on_device(task), seed=1)
+    bad = np.zeros((4, 29))
+    bad[1, 2] = 1e300  # inf as float32
+    bad[3, 0] = 1e11  # a target beyond 1e10 rad
+    good = np.random.default_rng(0).normal(0.0, 1.0, (4, 29))
+    messages = []
+    for env in (host, device):
+        env.reset()
+        env.step(good)
+        with pytest.raises(ValueError) as refused:
+            env.step(bad)
+        messages.append(str(refused.value))
+    assert "envs [1]" in messages[0] and "envs [3]" in messages[0]
+    assert messages[1] == messages[0]
+    assert_array_equal(device.state.action, host.state.action)
+    assert_array_equal(device.state.last_action, host.state.last_action)
+    obs_h = host.step(good)[0]
+    obs_d = device.step(good)[0]
+    assert_allclose(obs_d, obs_h, **TOL)
+
+
+def test_actions_already_on_the_device_step_as_their_numpy_copy():
+    """A float32 Warp array on the MDP's device, or a torch tensor read through DLPack, is
+    taken where it is and steps as the same NumPy actions; other shapes, dtypes and devices
+    are refused in one line."""
+    import warp as wp
+
+    torch = pytest.importorskip("torch")
+    task = _on_device(_quiet(TrackingEnvCfg()))
+    envs = [TrackingVecEnv(4, cfg=task, seed=4) for _ in range(3)]
+    rng = np.random.default_rng(5)
+    for env in envs:
+        env.reset()
+    for _ in range(3):
+        actions = rng.normal(0.0, 1.0, (4, 29)).astype(np.float32)
+        results = [
+            envs[0].step(actions),
+            envs[1].step(wp.array(actions, dtype=float, device="cpu")),
+            envs[2].step(torch.from_numpy(actions.copy())),
+        ]
+        for got in results[1:]:
+            assert_array_equal(got[0], results[0][0])
+            assert_array_equal(got[1], results[0][1])
+    with pytest.raises(ValueError, match=r"\(4, 29\) float32 on cpu"):
+        envs[1].step(wp.zeros((4, 28), dtype=float, device="cpu"))
+    with pytest.raises(ValueError, match=r"\(4, 29\) float32 on cpu"):
+        envs[2].step(torch.zeros((4, 29), dtype=torch.float64))
+    with pytest.raises(ValueError, match="shape"):
+        envs[0].step(np.zeros((4, 30)))
+
+
+@pytest.mark.parametrize("mode", ["next_step", "same_step"])
+def test_step_on_device_leaves_the_observations_there_and_is_step(mode):
+    """`step_on_device` is `step` with the observations left on the device: the same
+    `device_arrays` and info, step by step through autoresets, and less copied to the host
+    (the observation groups' bytes, on every step no env ended)."""
+    task = _on_device(_clip_recipe_task())
+    envs = [TrackingVecEnv(8, cfg=task, seed=7, obs_mode="dict", autoreset_mode=mode)
+            for _ in range(2)]  # fmt: skip
+    for env in envs:
+        env.reset()
+    rng = np.random.default_rng(8)
+    obs_bytes = sum(b.size * 4 for b in envs[0].observations.buffers.values())
+    quiet_steps = 0
+    for step in range(60):
+        actions = rng.normal(0.0, 2.0, (8, 29)).astype(np.float32)
+        before = [dict(env.transfer_bytes) for env in envs]
+        obs, reward, terminated, truncated, info = envs[0].step(actions)
+        reward_d, terminated_d, truncated_d, info_d = envs[1].step_on_device(actions)
+        assert_array_equal(reward_d, reward)
+        assert_array_equal(terminated_d, terminated)
+        assert_array_equal(truncated_d, truncated)
+        _compare_info(info, info_d, step)
+        arrays = envs[1].device_arrays()
+        for group, values in obs.items():
+            assert_array_equal(arrays[group].numpy(), values, err_msg=f"step {step}: {group}")
+        assert_array_equal(arrays["reward"].numpy(), reward)
+        assert_array_equal(arrays["terminated"].numpy(), terminated)
+        assert_array_equal(arrays["truncated"].numpy(), truncated)
+        if not (terminated | truncated).any():
+            quiet_steps += 1
+            moved = [env.transfer_bytes["to_host"] - b["to_host"]
+                     for env, b in zip(envs, before, strict=True)]  # fmt: skip
+            assert moved[0] - moved[1] == obs_bytes
+    assert quiet_steps > 0
+    with pytest.raises(RuntimeError, match="device MDP"):
+        TrackingVecEnv(2, cfg=_quiet(TrackingEnvCfg())).step_on_device(np.zeros((2, 29)))

@@ -138,11 +138,13 @@ def test_clear_episode_rows_zeroes_only_those_rows():
     rng = rng_for(9, 310)
     sums, ret = rng.random((9, 4)), rng.random(9)
     errors, length = rng.random((9, 8)), rng.integers(1, 50, 9).astype(np.int32)
+    actions = [f32(rng.standard_normal((9, 29))) for _ in range(3)]
     ids = np.array([1, 6, 7])
-    args = [wp.array(a, device="cpu") for a in (ids.astype(np.int32), sums, ret, errors, length)]
+    values = (sums, ret, errors, length, *actions)
+    args = [wp.array(a, device="cpu") for a in (ids.astype(np.int32), *values)]
     wp.launch(d_episode.clear_episode_rows, dim=ids.size, inputs=args, device="cpu")
     keep = np.setdiff1d(np.arange(9), ids)
-    for before, after in zip((sums, ret, errors, length), args[1:], strict=True):
+    for before, after in zip(values, args[1:], strict=True):
         after = after.numpy()
         assert not after[ids].any()
         assert_array_equal(after[keep], before[keep])

@@ -135,6 +135,8 @@ class RslRlVecEnv(VecEnv):
         self.steps = 0
         # a wrapper's transforms apply to the NumPy results only: then those are taken
         self._on_device = env is base and shares_mdp_device(base, self.device)
+        self._groups = ("policy",) if base.obs_mode == "policy" else tuple(
+            base.observations.buffers)  # fmt: skip
         obs, _ = env.reset()
         self._obs = self._tensordict(obs)
         self._length_buf = self._steps_against_limit()
@@ -180,21 +182,24 @@ class RslRlVecEnv(VecEnv):
         a = torch.as_tensor(actions).detach()
         if self.clip_actions is not None:
             a = a.clamp(-self.clip_actions, self.clip_actions)
-        a = a.to("cpu", torch.float32).numpy()
-        obs, reward, terminated, truncated, info = self.env.step(a)
-        self.last_info = info
-        self.steps += self.num_envs
-        self.stats.add(info)
-        self._obs = self._tensordict(obs)
-        self._length_buf = self._steps_against_limit()
         dev = self.device
-        if self._on_device:
-            arrays = self._base.device_arrays()
+        if self._on_device:  # the actions read where they are, the results left there
+            *_, info = base.step_on_device(a.to(dev, torch.float32).contiguous())
+            arrays = base.device_arrays()
+            self._obs = self._tensordict(None)
             reward_t = _tensor(arrays["reward"])
             terminated_t, truncated_t = _tensor(arrays["terminated"]), _tensor(arrays["truncated"])
         else:
+            obs, reward, terminated, truncated, info = self.env.step(
+                a.to("cpu", torch.float32).numpy()
+            )
+            self._obs = self._tensordict(obs)
             reward_t = torch.from_numpy(reward).to(dev)
             terminated_t, truncated_t = torch.from_numpy(terminated), torch.from_numpy(truncated)
+        self.last_info = info
+        self.steps += self.num_envs
+        self.stats.add(info)
+        self._length_buf = self._steps_against_limit()
         dones = (terminated_t | truncated_t).to(dev, torch.long)
         extras = {"time_outs": truncated_t.to(dev), "log": self._log(info)}
         return self._obs, reward_t, dones, extras
@@ -216,12 +221,14 @@ class RslRlVecEnv(VecEnv):
         """Close the env."""
         self.env.close()
 
-    def _tensordict(self, obs: np.ndarray | dict[str, np.ndarray]) -> TensorDict:
-        groups = obs if isinstance(obs, dict) else {"policy": obs}
+    def _tensordict(self, obs: np.ndarray | dict[str, np.ndarray] | None) -> TensorDict:
+        """The observation groups as tensors on `device`: from the env's device arrays when it
+        shares the device (`obs` is then not read), else from NumPy `obs`."""
         if self._on_device:
             arrays = self._base.device_arrays()
-            tensors = {k: _tensor(arrays[k]) for k in groups}
+            tensors = {k: _tensor(arrays[k]) for k in self._groups}
         else:
+            groups = obs if isinstance(obs, dict) else {"policy": obs}
             tensors = {k: torch.from_numpy(v).to(self.device) for k, v in groups.items()}
         return TensorDict(tensors, batch_size=[self.num_envs], device=self.device)
 

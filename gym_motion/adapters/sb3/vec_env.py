@@ -152,6 +152,17 @@ class SB3VecEnv(VecEnv):
         self.total_steps += self.num_envs
         return obs, reward, terminated, truncated, info
 
+    def step_on_device(
+        self, actions: Any
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """`TrackingVecEnv.step_on_device` of the env (unwrapped: the device results are the
+        unwrapped env's): actions read on the device MDP's device, the observations left
+        there; `last_info` and `total_steps` follow it as in `step_wait`."""
+        reward, terminated, truncated, info = self.venv.unwrapped.step_on_device(actions)
+        self.last_info = info
+        self.total_steps += self.num_envs
+        return reward, terminated, truncated, info
+
     def close(self) -> None:
         self.venv.close()
 

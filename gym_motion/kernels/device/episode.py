@@ -71,9 +71,12 @@ def clear_episode_rows(
     episode_return: wp.array(dtype=wp.float64),
     error_sums: wp.array2d(dtype=wp.float64),
     episode_length: wp.array(dtype=wp.int32),
+    action: wp.array2d(dtype=float),
+    last_action: wp.array2d(dtype=float),
+    action_obs: wp.array2d(dtype=float),
 ):
-    """New episodes on rows ``ids[tid]``: their reward-term and tracking-error sums, return
-    and length set to 0."""
+    """New episodes on rows ``ids[tid]``: their reward-term and tracking-error sums, return,
+    length, action, last action and observed action set to 0."""
     i = ids[wp.tid()]
     for k in range(term_sums.shape[1]):
         term_sums[i, k] = wp.float64(0.0)
@@ -81,6 +84,10 @@ def clear_episode_rows(
         error_sums[i, k] = wp.float64(0.0)
     episode_return[i] = wp.float64(0.0)
     episode_length[i] = wp.int32(0)
+    for j in range(action.shape[1]):
+        action[i, j] = 0.0
+        last_action[i, j] = 0.0
+        action_obs[i, j] = 0.0
 
 
 @wp.kernel

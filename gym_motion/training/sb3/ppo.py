@@ -421,9 +421,14 @@ class TrackingPPO(PPO):
             t0 = time.perf_counter()
             with th.no_grad():
                 actions, values, log_probs = self.policy(obs_t)
-            actions_np = stage.download(actions)
-            t1 = time.perf_counter()
-            raw, reward, terminated, truncated, info = adapter.step_arrays(actions_np)
+            if normalizer is None:
+                actions_np = stage.download(actions)
+                t1 = time.perf_counter()
+                raw, reward, terminated, truncated, info = adapter.step_arrays(actions_np)
+            else:  # the actions read where they are, the observations left there
+                clipped = th.clamp(actions, stage.low, stage.high)
+                t1 = time.perf_counter()
+                reward, terminated, truncated, info = adapter.step_on_device(clipped)
             t2 = time.perf_counter()
             ended = terminated | truncated
             if normalizer is None:
@@ -478,7 +483,9 @@ class TrackingPPO(PPO):
         policy_s += time.perf_counter() - t0
         if normalizer is not None:  # back to VecNormalize; the next rollout starts from the host
             normalizer.store()
-            obs_np = _normalise(norm, raw, update=False)
+            arrays = self._env_base(adapter).device_arrays()
+            raw = {k: arrays[k or "policy"].numpy() for k in normalizer.moments}
+            obs_np = _normalise(norm, raw.pop("") if "" in raw else raw, update=False)
         self._last_obs, self._last_episode_starts = obs_np, ended
         for key, value in (("env_s", env_s), ("normalizer_s", norm_s), ("policy_s", policy_s)):
             self.logger.record(f"time/{key}", value)
