@@ -245,6 +245,19 @@ class _Copies:
             wp.synchronize_stream(wp.get_stream(arr.device))
             self._in_flight.clear()
 
+    def download_rows(self, dev: wp.array, m: int) -> np.ndarray:
+        """The first `m` rows of `dev`, copied to the host (a view of its buffer, valid until
+        the next copy of `dev`)."""
+        row = dev.size // dev.shape[0]
+        self.moved["to_host"] += m * row * _itemsize(dev)
+        if not self._cuda:
+            return dev.numpy()[:m]
+        stage, view = self._stage(dev)
+        wp.copy(stage, dev, count=m * row)
+        wp.synchronize_stream(wp.get_stream(dev.device))
+        self._in_flight.clear()
+        return view[:m]
+
     def download(self, pairs: list[tuple[wp.array, np.ndarray]]) -> None:
         """``host[...] = device`` for each (device array, NumPy array) of equal shapes."""
         self.moved["to_host"] += sum(dev.size * _itemsize(dev) for dev, _ in pairs)
@@ -404,6 +417,9 @@ class DeviceMDP:
         self._columns = wp.zeros((nr, n), dtype=float, device=device)
         self.errors = wp.zeros((n, len(TRACKING_ERRORS)), dtype=float, device=device)
         self._error_sums = wp.zeros((n, len(TRACKING_ERRORS)), dtype=wp.float64, device=device)
+        # ended episodes' sums, packed (reward terms, return, tracking errors) for the host
+        self._ended_sums = wp.zeros((n, nr + 1 + len(TRACKING_ERRORS)), dtype=wp.float64,
+                                    device=device)  # fmt: skip
         self.episode_length = wp.zeros(n, dtype=wp.int32, device=device)
         self._time_limit_offset = wp.zeros(n, dtype=wp.int32, device=device)
         self._flags_in = {
@@ -655,8 +671,9 @@ class DeviceMDP:
             the reference's and the action history's when read (`sync_host`).
         """
         self._upload_inputs(every=False)
-        self._copies.upload([*self._frame_pairs(),  # the host re-initialises blown-up rows
-                             (self._flags_in["nonfinite"], nonfinite),
+        # the host re-initialised blown-up rows on new frames; else the device's are current
+        frames = self._frame_pairs() if nonfinite.any() else []
+        self._copies.upload([*frames, (self._flags_in["nonfinite"], nonfinite),
                              (self._time_limit_offset, time_limit_offset)])  # fmt: skip
         self._counts.zero_()
         self._advance.launch()
@@ -694,12 +711,22 @@ class DeviceMDP:
         return out
 
     @_on_stream
-    def download_sums(self) -> None:
-        """Copy the episode sums (reward terms, return, tracking errors) to the host managers'
-        buffers, which their ``episode_log`` reads."""
-        self._copies.download([(self._term_sums, self._rewards.term_sums),
-                               (self._return, self._rewards.episode_return),
-                               (self._error_sums, self._command.error_sums)])  # fmt: skip
+    def download_sums(self, ids: np.ndarray) -> None:
+        """Copy the episode sums (reward terms, return, tracking errors) of rows `ids` (M,),
+        the episodes that ended, into those rows of the host managers' buffers, which their
+        ``episode_log`` reads (one packed copy of M rows)."""
+        m = self._stage_rows(ids)
+        if not m:
+            return
+        packed = self._ended_sums
+        wp.launch(k_episode.gather_episode_rows, dim=m, device=self.device,
+                  inputs=[self._rows, self._term_sums, self._return, self._error_sums,
+                          packed])  # fmt: skip
+        rows = self._copies.download_rows(packed, m)
+        k = self._term_sums.shape[1]
+        self._rewards.term_sums[ids] = rows[:, :k]
+        self._rewards.episode_return[ids] = rows[:, k]
+        self._command.error_sums[ids] = rows[:, k + 1 :]
 
     @_on_stream
     def start_episodes(self, ids: np.ndarray) -> None:

@@ -592,10 +592,10 @@ class TrackingVecEnv(VectorApiMixin, RenderMixin, TimeLimitMixin, VectorEnv):
                 held, nonfinite, self.time_limit_offset, self.max_episode_steps,
                 self.episode_length, out,
             )  # fmt: skip
-            if num_done:
-                self._device_mdp.download_sums()
         info = infos.step_info(self.rewards.names, columns, ~held)
         done_ids = done.nonzero()[0] if num_done else _NO_ROWS
+        if num_done and self._device_mdp is not None:
+            self._device_mdp.download_sums(done_ids)
         if num_done:
             infos.add_episode_results(info, done, self._episode_log(done, truncated, nonfinite))
         t = self._lap("reward", t)

@@ -45,12 +45,19 @@ def _compare_obs(env: TrackingVecEnv, host, device, step: int) -> None:
 
 
 def _compare_info(host: dict, device: dict, step: int) -> None:
+    """Equal keys, equal masks, and values equal where their mask is True (gymnasium's
+    convention: elsewhere a value means nothing; the device MDP copies ended episodes' sums
+    only)."""
     assert host.keys() == device.keys(), f"step {step}: {host.keys() ^ device.keys()}"
     for key, h in host.items():
         d = device[key]
+        mask = host.get("_" + key) if not key.startswith("_") else None
         if isinstance(h, dict):  # SAME_STEP's final_obs / final_info
             _compare_info(h, d, step)
-        elif np.asarray(h).dtype == bool:
+            continue
+        if mask is not None:
+            h, d = np.asarray(h)[mask], np.asarray(d)[mask]
+        if np.asarray(h).dtype == bool:
             assert_array_equal(d, h, err_msg=f"step {step}: info {key}")
         elif np.asarray(h).dtype != object:
             assert_allclose(d, h, **TOL, err_msg=f"step {step}: info {key}")

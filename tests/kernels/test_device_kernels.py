@@ -150,6 +150,16 @@ def test_clear_episode_rows_zeroes_only_those_rows():
         assert_array_equal(after[keep], before[keep])
 
 
+def test_gather_episode_rows_packs_the_sums_of_those_rows():
+    rng = rng_for(9, 311)
+    sums, ret, errors = rng.random((9, 4)), rng.random(9), rng.random((9, 8))
+    ids = np.array([7, 1, 6], np.int32)
+    out = launch(d_episode.gather_episode_rows, ids.size, ids, sums, ret, errors,
+                 np.zeros((9, 13)))[-1]  # fmt: skip
+    assert_array_equal(out[:3], np.concatenate([sums[ids], ret[ids, None], errors[ids]], 1))
+    assert not out[3:].any()
+
+
 @pytest.mark.parametrize("n", SIZES)
 def test_reward_kernels_match_the_oracle_and_the_host_kernels(n):
     rng = rng_for(n, 303)

@@ -105,3 +105,24 @@ def scatter_row_counts(ids: wp.array(dtype=int), rows: wp.array(dtype=wp.int32),
     """``out[ids[r]] = rows[r]``: the int32 twin of `scatter_rows` for per-env counters."""
     r = wp.tid()
     out[ids[r]] = rows[r]
+
+
+@wp.kernel
+def gather_episode_rows(
+    ids: wp.array(dtype=int),
+    term_sums: wp.array2d(dtype=wp.float64),
+    episode_return: wp.array(dtype=wp.float64),
+    error_sums: wp.array2d(dtype=wp.float64),
+    out: wp.array2d(dtype=wp.float64),
+):
+    """Row r of `out` = env ``ids[r]``'s episode sums: its K reward-term sums, its return,
+    its E tracking-error sums (K + 1 + E columns): the rows of ended episodes, packed for one
+    copy to the host."""
+    r = wp.tid()
+    i = ids[r]
+    k_terms = term_sums.shape[1]
+    for k in range(k_terms):
+        out[r, k] = term_sums[i, k]
+    out[r, k_terms] = episode_return[i]
+    for k in range(error_sums.shape[1]):
+        out[r, k_terms + 1 + k] = error_sums[i, k]
