@@ -16,8 +16,10 @@ Measures, on one device, and prints as it goes (and writes ``<out>/gpu_check.jso
 5. the env against bare MuJoCo Warp at each N, from that bench, once with the MDP on the host
    (Numba) and once on the device (``--mdp device``, `gym_motion.envs.device_mdp`): env
    steps/s, bare physics steps/s, their ratio (the device MDP's goal: >= 0.8), the share of a
-   step outside physics, and the device memory per env (Warp's memory pool after warm-up; None
-   on a CPU).
+   step outside physics, the device memory per env (Warp's memory pool after warm-up; None
+   on a CPU) and the bytes per env step copied to and from the host (`env.transfer_bytes`).
+   With the device MDP the bench steps as a learner does: actions on the device,
+   ``step_on_device``.
 
 Usage (repo root, on the GPU machine)::
 
@@ -156,23 +158,30 @@ def reproducibility(n: int, device: str, steps: int, deterministic: bool) -> dic
 
 def against_physics(bench: dict | list[dict]) -> dict:
     """Per N, from ``gym-motion bench --json`` results: env steps/s, bare MuJoCo Warp steps/s,
-    their ratio, the share of a step outside physics and the device memory per env (kB, None
-    where unread); printed as a table."""
+    their ratio, the share of a step outside physics, the device memory per env (kB, None
+    where unread) and the bytes per env step copied up and down; printed as a table."""
     rows = {}
-    print("\n     N   env steps/s   bare steps/s   ratio   outside physics   kB/env")
+    print("\n     N   env steps/s   bare steps/s   ratio   outside physics   kB/env"
+          "   B/env-step up, down")  # fmt: skip
     for r in bench if isinstance(bench, list) else [bench]:
+        n = r["num_envs"]
         mb = r.get("device_memory_mb")
-        kb = None if mb is None else 1024 * mb / r["num_envs"]
-        rows[str(r["num_envs"])] = row = {
+        kb = None if mb is None else 1024 * mb / n
+        moved = r.get("transfer_kb_per_step", {})
+        up, down = (1024 * moved[k] / n if k in moved else None for k in ("to_device", "to_host"))
+        rows[str(n)] = row = {
             "env_steps_per_s": r["env_steps_per_s"],
             "bare_steps_per_s": r["physics_limit_env_steps_per_s"],
             "ratio": r["ratio_to_limit"],
             "outside_physics": r["non_physics_fraction"],
             "device_memory_kb_per_env": kb,
+            "bytes_up_per_env_step": up,
+            "bytes_down_per_env_step": down,
         }
-        print(f"{r['num_envs']:>6} {row['env_steps_per_s']:>13.0f} {row['bare_steps_per_s']:>14.0f}"
+        bus = "-" if up is None or down is None else f"{up:.0f}, {down:.0f}"
+        print(f"{n:>6} {row['env_steps_per_s']:>13.0f} {row['bare_steps_per_s']:>14.0f}"
               f" {row['ratio']:>7.2f} {100 * row['outside_physics']:>16.0f} %"
-              f" {'-' if kb is None else f'{kb:.1f}':>8}")  # fmt: skip
+              f" {'-' if kb is None else f'{kb:.1f}':>8} {bus:>21}")  # fmt: skip
     return rows
 
 

@@ -34,6 +34,10 @@ def test_the_gpu_check_runs_dry_on_the_cpu(tmp_path):
             assert math.isclose(row["ratio"], row["env_steps_per_s"] / row["bare_steps_per_s"])
             assert 0.0 < row["outside_physics"] < 1.0
             assert row["device_memory_kb_per_env"] is None  # no memory pool on a CPU
+            assert row["bytes_up_per_env_step"] > 0 and row["bytes_down_per_env_step"] > 0
         bench = json.loads((tmp_path / f"bench_{mdp}_mdp.json").read_text())
         assert {r["mdp"] for r in bench} == {mdp}
+    # the device MDP's learner path moves less each step than the host MDP's NumPy path
+    host, device = (result[f"env_against_bare_physics_{m}_mdp"]["8"] for m in ("host", "device"))
+    assert device["bytes_down_per_env_step"] < host["bytes_down_per_env_step"] / 4
     assert "outside physics" in proc.stdout and "exit 0" in proc.stdout

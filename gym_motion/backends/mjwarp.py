@@ -665,6 +665,7 @@ class MjWarpBackend:
         # Per-world model fields: host mirrors (N, ...) float32, made on a field's first edit.
         self._fields: dict[str, np.ndarray] = {}
         self._checked_out: BodyState | None = None  # the last `out` copy_body_state_w checked
+        self._ctrl_from: tuple[wp.array, wp.Launch] | None = None  # targets on the device
 
         # Host views of the state buffer (float32, updated in place by each device->host copy).
         state = self._state_np = self._state_host.numpy()
@@ -717,8 +718,7 @@ class MjWarpBackend:
                 self._ctrl_np[:, self._act_ids] = targets
         with self._scope():
             if on_device:
-                wp.launch(_set_ctrl, dim=targets.shape, inputs=[targets, self._act_ids_dev],
-                          outputs=[self._d.ctrl])  # fmt: skip
+                self._set_ctrl(targets).launch()
             else:
                 self._to_device(self._d.ctrl, self._ctrl_host)
             t1 = self._mark(t0, "upload")
@@ -1043,6 +1043,15 @@ class MjWarpBackend:
         if not self._host_stale:
             self._state_np[rows] = self._rows_np[:m]
         self._written[:] = False
+
+    def _set_ctrl(self, targets: wp.array) -> wp.Launch:
+        """The launch that writes `targets` (N, J) into the controls, bound once per targets
+        array (a device MDP passes the same one every step)."""
+        if self._ctrl_from is None or self._ctrl_from[0] is not targets:
+            launch = wp.launch(_set_ctrl, dim=targets.shape, inputs=[targets, self._act_ids_dev],
+                               outputs=[self._d.ctrl], record_cmd=True)  # fmt: skip
+            self._ctrl_from = (targets, launch)
+        return self._ctrl_from[1]
 
     def _to_device(self, dev: wp.array, host: wp.array, count: int | None = None) -> None:
         """``wp.copy`` host -> device of `count` elements (all when None), counted in

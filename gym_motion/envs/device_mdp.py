@@ -57,9 +57,15 @@ _LIBRARY_ARRAYS = ("body_pos_w", "body_quat_w", "body_lin_vel_w", "body_ang_vel_
 # buffer (N, D) and ``col``, its first column.
 
 
+def _bound(mdp: DeviceMDP, kernel: Any, *args: Any, dim: Any = None) -> wp.Launch:
+    """`kernel`'s launch over `dim` (default N) threads with `args`, bound once (replayed
+    without packing its arguments again; ``set_dim`` and ``set_param_by_name`` change it)."""
+    return wp.launch(kernel, dim=mdp.num_envs if dim is None else dim, inputs=list(args),
+                     device=mdp.device, record_cmd=True)  # fmt: skip
+
+
 def _launch(mdp: DeviceMDP, kernel: Any, *args: Any) -> Launch:
-    return wp.launch(kernel, dim=mdp.num_envs, inputs=list(args), device=mdp.device,
-                     record_cmd=True).launch  # fmt: skip
+    return _bound(mdp, kernel, *args).launch
 
 
 def _anchor(arr: wp.array, a: int) -> wp.array:
@@ -353,7 +359,7 @@ class DeviceMDP:
         self._keep: list[wp.array] = []  # index arrays the bound launches read
         self._copies = _Copies(device)
         self.transfer_bytes = self._copies.moved
-        self._row_stages: dict[int, wp.array] = {}
+        self._row_stages: dict[int, tuple[wp.array, wp.Launch]] = {}
         self._host_stale = True  # the host's copies of the reference and actions lag
         b, j = len(state.body_names), state.robot.joint_pos.shape[1]
         self.reads_robot_in_place = robot is not None
@@ -400,6 +406,7 @@ class DeviceMDP:
         self._rows = wp.zeros(n, dtype=int, device=device)  # rows of a refresh or reset
         self._advance = self._reference_step(True, self._all)
         self._refresh_all = self._reference_step(False, self._all)
+        self._refresh_rows = self._reference_step(False, self._rows)  # dim set to M per use
 
         # terminations, then rewards, then the end of the step
         nt, nr = len(cfg.terminations), len(cfg.rewards)
@@ -429,6 +436,12 @@ class DeviceMDP:
             "terminated", "truncated", "clip_end", "done", "teleport")}  # fmt: skip
         self.reward = wp.zeros(n, dtype=float, device=device)
         self._counts = wp.zeros(2, dtype=wp.int32, device=device)
+        self._count_bad = _bound(self, k_actions.count_bad_actions, self._scale, self._offset,
+                                 self.encoder_bias, self._actions_in, self._bad)  # fmt: skip
+        self._joint_targets = _bound(
+            self, k_actions.joint_targets, self._scale, self._offset, self.default_joint_pos,
+            self.encoder_bias, self.action, self.last_action, self.action_obs, self.targets,
+            self._actions_in, self._flags_in["held"])  # fmt: skip
         self._terms = [
             *(self._bind("termination", name, c, self.fired[k])
               for k, (name, c) in enumerate(cfg.terminations.items())),
@@ -439,6 +452,13 @@ class DeviceMDP:
                     self.weighted, self.term_reward),
         ]  # fmt: skip
         self._dt = float(dt)
+        f = self._flags_out
+        self._end_step = _bound(
+            self, k_episode.end_step, self.any_term, self._flags_in["nonfinite"],
+            self.term_reward, self.clip_end, self._flags_in["held"], self.episode_length,
+            self._time_limit_offset, 0, f["terminated"], f["truncated"], self.reward,
+            f["clip_end"], f["done"], f["teleport"], self._counts)  # fmt: skip
+        self._max_episode_steps = 0  # the value bound in `_end_step`
         self._errors = _launch(
             self, k_metrics.tracking_errors, self.ref.pos_w, self.ref.quat_w,
             self.ref_rel_pos_w, self.ref_rel_quat_w, self.robot.pos_w, self.robot.quat_w,
@@ -447,13 +467,21 @@ class DeviceMDP:
         )  # fmt: skip
         self._sums = _launch(self, k_rewards.add_episode_sums, self.weighted, float(dt),
                              self._term_sums, self._return, self.reward, self._columns)  # fmt: skip
+        # per reset: rows self._rows[:M] (dims set to M per use)
+        self._gather_sums = _bound(self, k_episode.gather_episode_rows, self._rows,
+                                   self._term_sums, self._return, self._error_sums,
+                                   self._ended_sums)  # fmt: skip
+        self._clear_rows = _bound(
+            self, k_episode.clear_episode_rows, self._rows, self._term_sums, self._return,
+            self._error_sums, self.episode_length, self.action, self.last_action,
+            self.action_obs)  # fmt: skip
 
         # observation groups: terms, then noise, then each term's clip and scale
         self.buffers: dict[str, wp.array] = {}
         self._group_terms: dict[str, list[Launch]] = {}
         self._post_terms: dict[str, list[Launch]] = {}
         self._observed: tuple[str, ...] = ()  # the groups the last `observations` computed
-        self._noise: dict[str, tuple[wp.array, wp.array] | None] = {}  # (column, scale)
+        self._noise: dict[str, wp.Launch | None] = {}  # the draw, its seed set per call
         for group, terms in cfg.observations.items():
             self._bind_group(group, terms, cfg.obs_noise)
         wp.synchronize_device(device)  # the buffers above are set before any stream reads them
@@ -495,15 +523,17 @@ class DeviceMDP:
         if noisy:
             c = NoiseColumns.of(noisy, n)
             scale: wp.array = wp.array(c.scale, dtype=float, device=self.device)
-            self._noise[group] = (self.ids(c.column), scale)
+            self._keep.append(scale)
+            self._noise[group] = _bound(self, k_obs.add_drawn_uniform_noise, buf, 0,
+                                        self.ids(c.column), scale)  # fmt: skip
         self._group_terms[group] = launches
         self._post_terms[group] = post
 
-    def _reference_step(self, advance: bool, env_ids: wp.array, count: int | None = None):
+    def _reference_step(self, advance: bool, env_ids: wp.array) -> wp.Launch:
         lib = self._lib
         return wp.launch(
             k_command.reference_step,
-            dim=self.num_envs if count is None else count,
+            dim=self.num_envs,
             inputs=[
                 self._starts, self._lengths, self.clip_ids, self.frames, advance, self.clip_end,
                 *lib, self._body_ids, self.anchor, _anchor(self.robot.pos_w, self.anchor),
@@ -537,25 +567,33 @@ class DeviceMDP:
         floats = _body_pairs(self.robot, s.robot) if not self.reads_robot_in_place else []
         floats.append((self.encoder_bias, s.encoder_bias))
         for dev, host in floats:
-            flat = dev.reshape((self.num_envs, -1))
-            stage = self._row_stage(dev, flat.shape)
+            stage, scatter = self._row_scatter(dev)
             self._copies.upload_rows(stage, host[ids].reshape(m, -1))
-            wp.launch(k_episode.scatter_rows, dim=(m, flat.shape[1]), device=self.device,
-                      inputs=[self._rows, stage, flat])  # fmt: skip
+            scatter.set_dim((m, stage.shape[1]))
+            scatter.launch()
         since = self.steps_since_perturbation
-        stage = self._row_stage(since, since.shape)
+        stage, scatter = self._row_scatter(since)
         self._copies.upload_rows(stage, s.steps_since_perturbation[ids])
-        wp.launch(k_episode.scatter_row_counts, dim=m, device=self.device,
-                  inputs=[self._rows, stage, since])  # fmt: skip
+        scatter.set_dim(m)
+        scatter.launch()
 
-    def _row_stage(self, dev: wp.array, shape: tuple[int, ...]) -> wp.array:
-        """A device buffer of `shape` and `dev`'s type (one per buffer `dev` of this MDP),
-        for rows on their way into `dev`."""
-        stage = self._row_stages.get(id(dev))
-        if stage is None:
-            stage = self._row_stages[id(dev)] = wp.empty(shape, dtype=dev.dtype,
-                                                         device=self.device)  # fmt: skip
-        return stage
+    def _row_scatter(self, dev: wp.array) -> tuple[wp.array, wp.Launch]:
+        """For rows on their way into `dev` (one of this MDP's buffers): a device buffer of
+        its rows, flattened, and the bound scatter from its first rows (`self._rows`) into
+        `dev` (dim set to the rows' count per use)."""
+        made = self._row_stages.get(id(dev))
+        if made is None:
+            n = self.num_envs
+            if dev.dtype == wp.int32:
+                stage = wp.empty(n, dtype=wp.int32, device=self.device)
+                scatter = _bound(self, k_episode.scatter_row_counts, self._rows, stage, dev)
+            else:
+                flat = dev.reshape((n, -1))
+                stage = wp.empty(flat.shape, dtype=dev.dtype, device=self.device)
+                scatter = _bound(self, k_episode.scatter_rows, self._rows, stage, flat,
+                                 dim=flat.shape)  # fmt: skip
+            made = self._row_stages[id(dev)] = (stage, scatter)
+        return made
 
     @_on_stream
     def sync_host(self) -> None:
@@ -623,9 +661,7 @@ class DeviceMDP:
             wp.copy(self._actions_in, arr)
         self._copies.upload([(self._flags_in["held"], held)])
         self._bad.zero_()
-        wp.launch(k_actions.count_bad_actions, dim=n, device=self.device,
-                  inputs=[self._scale, self._offset, self.encoder_bias, self._actions_in,
-                          self._bad])  # fmt: skip
+        self._count_bad.launch()
         bad = np.zeros(1, np.int32)
         self._copies.download([(self._bad, bad)])
         if bad[0]:
@@ -633,10 +669,7 @@ class DeviceMDP:
             refused = np.empty((n, j), np.float32)
             self._copies.download([(self._actions_in, refused)])
             raise ValueError(self._actions.refusal(refused))
-        wp.launch(k_actions.joint_targets, dim=n, device=self.device,
-                  inputs=[self._scale, self._offset, self.default_joint_pos, self.encoder_bias,
-                          self.action, self.last_action, self.action_obs, self.targets,
-                          self._actions_in, self._flags_in["held"]])  # fmt: skip
+        self._joint_targets.launch()
         self._host_stale = True
         if self.reads_robot_in_place:
             return self.targets
@@ -679,15 +712,11 @@ class DeviceMDP:
         self._advance.launch()
         for launch in self._terms:
             launch()
+        if int(max_episode_steps) != self._max_episode_steps:
+            self._max_episode_steps = int(max_episode_steps)
+            self._end_step.set_param_by_name("max_episode_steps", self._max_episode_steps)
+        self._end_step.launch()
         f = self._flags_out
-        wp.launch(
-            k_episode.end_step, dim=self.num_envs, device=self.device,
-            inputs=[self.any_term, self._flags_in["nonfinite"], self.term_reward,
-                    self.clip_end, self._flags_in["held"], self.episode_length,
-                    self._time_limit_offset, int(max_episode_steps), f["terminated"],
-                    f["truncated"], self.reward, f["clip_end"], f["done"], f["teleport"],
-                    self._counts],
-        )  # fmt: skip
         self._errors()
         self._sums()
         c, t = self._command, self._terminations
@@ -718,11 +747,9 @@ class DeviceMDP:
         m = self._stage_rows(ids)
         if not m:
             return
-        packed = self._ended_sums
-        wp.launch(k_episode.gather_episode_rows, dim=m, device=self.device,
-                  inputs=[self._rows, self._term_sums, self._return, self._error_sums,
-                          packed])  # fmt: skip
-        rows = self._copies.download_rows(packed, m)
+        self._gather_sums.set_dim(m)
+        self._gather_sums.launch()
+        rows = self._copies.download_rows(self._ended_sums, m)
         k = self._term_sums.shape[1]
         self._rewards.term_sums[ids] = rows[:, :k]
         self._rewards.episode_return[ids] = rows[:, k]
@@ -734,10 +761,8 @@ class DeviceMDP:
         0."""
         m = self._stage_rows(ids)
         if m:
-            wp.launch(k_episode.clear_episode_rows, dim=m, device=self.device,
-                      inputs=[self._rows, self._term_sums, self._return, self._error_sums,
-                              self.episode_length, self.action, self.last_action,
-                              self.action_obs])  # fmt: skip
+            self._clear_rows.set_dim(m)
+            self._clear_rows.launch()
             self._host_stale = True
 
     @_on_stream
@@ -754,7 +779,8 @@ class DeviceMDP:
             m = self._stage_rows(ids)
             if m:
                 self._upload_rows(m, np.asarray(ids))
-                self._reference_step(False, self._rows, m).launch()
+                self._refresh_rows.set_dim(m)
+                self._refresh_rows.launch()
         self._host_stale = True
 
     @_on_stream
@@ -791,9 +817,8 @@ class DeviceMDP:
                 launch()
             noise = self._noise[group]
             if noise is not None:  # one seed from the env's stream, the draws on the device
-                seed = int(rng.integers(0, 2**31 - 1))
-                wp.launch(k_obs.add_drawn_uniform_noise, dim=self.num_envs, device=self.device,
-                          inputs=[self.buffers[group], seed, *noise])  # fmt: skip
+                noise.set_param_by_name("seed", int(rng.integers(0, 2**31 - 1)))
+                noise.launch()
             for launch in self._post_terms[group]:
                 launch()
         if download:
