@@ -18,6 +18,7 @@ a task with a term of its own is refused when the env is built.
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -33,6 +34,7 @@ from gym_motion.kernels.device import observations as k_obs
 from gym_motion.kernels.device import rewards as k_rewards
 from gym_motion.kernels.device import terminations as k_term
 from gym_motion.kernels.metrics import TRACKING_ERRORS
+from gym_motion.managers import events as event_terms
 from gym_motion.managers import observation as obs_terms
 from gym_motion.managers import reward as reward_terms
 from gym_motion.managers import termination as term_terms
@@ -46,6 +48,8 @@ from gym_motion.managers.termination import TerminationManager, TerminationTermC
 __all__ = ["DEVICE_TERMS", "DeviceMDP"]
 
 Launch = Callable[[], None]
+# DLPack's device types (DLDeviceType): host memory, a CUDA device's, CUDA managed memory
+_DLPACK_CPU, _DLPACK_CUDA, _DLPACK_CUDA_MANAGED = 1, 2, 13
 # the library's per-frame arrays that `reference_step` reads, in its argument order
 _LIBRARY_ARRAYS = ("body_pos_w", "body_quat_w", "body_lin_vel_w", "body_ang_vel_w", "joint_pos",
                    "joint_vel")  # fmt: skip
@@ -178,6 +182,12 @@ DEVICE_TERMS: dict[str, dict[Callable, Callable[..., Launch]]] = {
     "observation": _observation_binders(),
 }
 """The built-in terms that run on the device, per kind: host term function -> device binder."""
+
+MIRRORED_EVENTS = frozenset({event_terms.body_com_offset, event_terms.foot_friction,
+                             event_terms.encoder_bias, event_terms.push_root})  # fmt: skip
+"""The built-in event terms, which run on the host beside the device MDP: they read nothing it
+owns, and write the model (friction, mass), the backend's state (pushes) or the encoder bias,
+each of which reaches the device. An event of its own could read a stale host copy."""
 
 
 def _binder(kind: str, name: str, func: Callable) -> Callable[..., Launch]:
@@ -331,7 +341,8 @@ class DeviceMDP:
             CPU device: those a GPU would move over the bus).
 
     Raises:
-        ValueError: a term that has no device kernel (named), or a bad term parameter.
+        ValueError: a term that has no device kernel, or an event term not built in (named);
+            a bad term parameter.
     """
 
     def __init__(
@@ -348,6 +359,13 @@ class DeviceMDP:
         robot: DeviceBodyState | None = None,
         stream: wp.Stream | None = None,
     ):
+        for name, term in cfg.events.items():
+            if term.func not in MIRRORED_EVENTS:
+                raise ValueError(
+                    f"event term {name!r} ({getattr(term.func, '__qualname__', term.func)!r}) "
+                    "is not one of the package's built-in events, which the device MDP mirrors; "
+                    "use BackendCfg(mdp='host') for a task with events of its own"
+                )
         self.device = device
         self.stream = stream
         self.num_envs = n = state.num_envs
@@ -618,6 +636,46 @@ class DeviceMDP:
                 (self.ref_rel_quat_w, s.ref_rel_quat_w)]  # fmt: skip
 
     # ------------------------------------------------------------------ the step
+    def _device_actions(self, actions: Any) -> wp.array | None:
+        """`actions` as a Warp array on this MDP's device, read where they are; None for
+        values the host holds (NumPy, lists, CPU tensors beside a GPU MDP; and on Warp's CPU
+        device any but float32 arrays), which go through NumPy as the host MDP takes them.
+
+        Raises:
+            ValueError: actions on a GPU other than this MDP's device.
+        """
+        mine = wp.get_device(self.device)
+        if isinstance(actions, np.ndarray) or not hasattr(actions, "__dlpack_device__"):
+            return None
+        kind, index = actions.__dlpack_device__()
+        kind = int(kind)
+        if kind in (_DLPACK_CUDA, _DLPACK_CUDA_MANAGED):
+            if not (mine.is_cuda and int(index) == mine.ordinal):
+                raise ValueError(f"actions on cuda:{int(index)}, but the device MDP runs on "
+                                 f"{self.device}: move them there or to the host")  # fmt: skip
+        elif kind != _DLPACK_CPU or mine.is_cuda:
+            return None
+        arr = actions if isinstance(actions, wp.array) else wp.from_dlpack(actions)
+        if not isinstance(arr, wp.array) or (mine.is_cpu and arr.dtype != wp.float32):
+            return None
+        return arr
+
+    def wait_for_other_streams(self) -> None:
+        """On a GPU, make this MDP's stream (the backend's) wait for the work queued so far on
+        the device's other current streams, Warp's and, where torch is loaded, torch's: what a
+        learner launched before a step or reset (reading the last results, writing actions) is
+        done before the env overwrites or reads it. Call outside the MDP's own methods."""
+        if self.stream is None:
+            return
+        device = wp.get_device(self.device)
+        others = [device.stream]
+        torch = sys.modules.get("torch")
+        if torch is not None and torch.cuda.is_available():
+            others.append(wp.stream_from_torch(torch.cuda.current_stream(device.ordinal)))
+        for other in others:
+            if other.cuda_stream != self.stream.cuda_stream:
+                self.stream.wait_stream(other)
+
     @_on_stream
     def act(self, actions: Any, held: np.ndarray) -> wp.array | np.ndarray:
         """Actions -> joint position targets, on the device
@@ -641,22 +699,16 @@ class DeviceMDP:
                 beyond +-1e10 rad (the rows named, as `ActionManager.process` names them).
         """
         n, j = self._actions_in.shape
-        if isinstance(actions, np.ndarray) or not hasattr(actions, "__dlpack__"):
-            host = np.asarray(actions)
-            if host.shape != (n, j):
-                raise ValueError(f"actions must have shape {(n, j)}, got {host.shape}")
-            if host.dtype.kind not in "fiu":
-                raise ValueError(f"actions must be floats, got dtype {host.dtype}")
+        arr = self._device_actions(actions)
+        if arr is None:  # host values, as the host MDP takes them
+            host = self._actions.as_array(actions)
             with np.errstate(over="ignore"):  # beyond float32: inf, refused below
                 self._copies.upload([(self._actions_in, host)])
         else:
-            arr = actions if isinstance(actions, wp.array) else wp.from_dlpack(actions)
-            if not isinstance(arr, wp.array):
-                raise ValueError(f"actions must be an array, got {type(actions).__name__}")
-            if arr.shape != (n, j) or arr.dtype != wp.float32 or arr.device != self._bad.device:
+            if arr.shape != (n, j) or arr.dtype != wp.float32:
                 raise ValueError(
-                    f"actions on a device must be ({n}, {j}) float32 on {self.device}, got "
-                    f"{arr.shape} {wp.types.type_repr(arr.dtype)} on {arr.device}"
+                    f"actions on {self.device} must be ({n}, {j}) float32, got {arr.shape} "
+                    f"{wp.types.type_repr(arr.dtype)}"
                 )
             wp.copy(self._actions_in, arr)
         self._copies.upload([(self._flags_in["held"], held)])
@@ -786,8 +838,17 @@ class DeviceMDP:
     @_on_stream
     def upload_observations(self, group: str) -> None:
         """Copy the host manager's buffer of observation group `group` to the device's (a
-        masked `reset` writes back the other envs' last observations there)."""
+        masked `reset` writes back the other envs' last observations there); complete on
+        return, for a learner's stream to read."""
         self._copies.upload([(self.buffers[group], self._observations.buffers[group])])
+        self._copies.wait(self.buffers[group])
+
+    @_on_stream
+    def download_observations(self, groups: tuple[str, ...]) -> None:
+        """Copy the device's observation groups `groups` into the host manager's buffers (a
+        masked `reset` after `step_on_device`, which left them on the device)."""
+        host = self._observations.buffers
+        self._copies.download([(self.buffers[g], host[g]) for g in groups])
 
     def _stage_rows(self, ids: np.ndarray) -> int:
         """Row ids (M,) into ``self._rows``; returns M."""

@@ -368,6 +368,13 @@ class TrackingVecEnv(VectorApiMixin, RenderMixin, TimeLimitMixin, VectorEnv):
         """The Warp device of the device MDP ("cuda:0", "cpu"), or None for the host MDP."""
         return None if self._device_mdp is None else self._device_mdp.device
 
+    def close(self, **kwargs: Any) -> None:
+        """As `VectorApiMixin.close`; with the device MDP the host copies of what it owns are
+        brought up to date first, so that `state` still reads the last step after closing."""
+        if not getattr(self, "closed", True) and getattr(self, "_device_mdp", None) is not None:
+            self.state  # noqa: B018 - the property brings the host copies up to date
+        super().close(**kwargs)
+
     @property
     def transfer_bytes(self) -> dict[str, int] | None:
         """Bytes copied "to_device" and "to_host" since construction by a backend on a Warp
@@ -455,8 +462,12 @@ class TrackingVecEnv(VectorApiMixin, RenderMixin, TimeLimitMixin, VectorEnv):
                 raise ValueError(f"reset_mask must be a bool array of shape ({self.num_envs},)")
             ids = np.flatnonzero(mask)
         kept = {}  # group -> the observation rows last returned to the envs not reset
+        if self._device_mdp is not None:
+            self._device_mdp.wait_for_other_streams()
         if mask is not None and self._was_reset:
             groups = ("policy",) if self.obs_mode == "policy" else tuple(self.observations.buffers)
+            if self._device_mdp is not None:  # `step_on_device` left them there
+                self._device_mdp.download_observations(groups)
             kept = {g: self.observations.buffers[g][~mask] for g in groups}
         self._needs_reset[ids] = False
         self._num_needs_reset = int(np.count_nonzero(self._needs_reset))
@@ -530,6 +541,8 @@ class TrackingVecEnv(VectorApiMixin, RenderMixin, TimeLimitMixin, VectorEnv):
     ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """`step`; with `host_obs` False the observations are left on the device (None)."""
         self._check_usable("step")
+        if self._device_mdp is not None:
+            self._device_mdp.wait_for_other_streams()
         s, n, mode = self._state, self.num_envs, self.autoreset_mode
         if mode is AutoresetMode.DISABLED and self._num_needs_reset:
             ended = np.flatnonzero(self._needs_reset).tolist()

@@ -12,6 +12,7 @@ the reference folded in sees, fed back, exactly what it saw in training.
 from __future__ import annotations
 
 from functools import partial
+from typing import Any
 
 import numpy as np
 
@@ -66,17 +67,30 @@ class ActionManager:
                 targets beyond +-1e10 rad (`MAX_TARGET`; the offending rows are named).
         """
         s = self._state
-        actions = np.asarray(actions)
-        if actions.shape != s.action.shape:
-            raise ValueError(f"actions must have shape {s.action.shape}, got {actions.shape}")
-        if actions.dtype != np.float32 and actions.dtype != np.float64:
-            actions = actions.astype(np.float32, casting="same_kind")
-        elif np.may_share_memory(actions, s.action) or np.may_share_memory(actions, s.last_action):
+        actions = self.as_array(actions)
+        if np.may_share_memory(actions, s.action) or np.may_share_memory(actions, s.last_action):
             actions = actions.copy()  # a view of the history (the kernel writes it as it reads)
         held = self._none_held if held is None else held
         if self._targets(actions, held):
             raise ValueError(self.refusal(actions))
         return self.targets
+
+    def as_array(self, actions: Any) -> np.ndarray:
+        """`actions` as an (N, J) NumPy array of float32 or float64 (other numbers cast to
+        float32, as NumPy's "same_kind" casting allows).
+
+        Raises:
+            ValueError: another shape.
+            TypeError: values that do not cast to float32 (complex, objects).
+        """
+        actions = np.asarray(actions)
+        if actions.shape != self._state.action.shape:
+            raise ValueError(
+                f"actions must have shape {self._state.action.shape}, got {actions.shape}"
+            )
+        if actions.dtype != np.float32 and actions.dtype != np.float64:
+            actions = actions.astype(np.float32, casting="same_kind")
+        return actions
 
     def refusal(self, actions: np.ndarray) -> str:
         """Why (N, J) `actions` are refused, naming the rows (as the kernel checks them); empty

@@ -236,15 +236,17 @@ def test_the_device_refuses_the_actions_the_host_refuses_and_writes_nothing(back
 
 def test_actions_already_on_the_device_step_as_their_numpy_copy():
     """A float32 Warp array on the MDP's device, or a torch tensor read through DLPack, is
-    taken where it is and steps as the same NumPy actions; other shapes, dtypes and devices
-    are refused in one line."""
+    taken where it is and steps as the same NumPy actions; other dtypes go through NumPy as
+    the host MDP takes them (float64 tensors, bools); a device array of another shape is
+    refused in one line."""
     import warp as wp
 
     torch = pytest.importorskip("torch")
     task = _on_device(_quiet(TrackingEnvCfg()))
-    envs = [TrackingVecEnv(4, cfg=task, seed=4) for _ in range(3)]
+    envs = [TrackingVecEnv(4, cfg=task, seed=4) for _ in range(4)]
+    host = TrackingVecEnv(4, cfg=_quiet(TrackingEnvCfg()), seed=4)
     rng = np.random.default_rng(5)
-    for env in envs:
+    for env in (*envs, host):
         env.reset()
     for _ in range(3):
         actions = rng.normal(0.0, 1.0, (4, 29)).astype(np.float32)
@@ -252,14 +254,17 @@ def test_actions_already_on_the_device_step_as_their_numpy_copy():
             envs[0].step(actions),
             envs[1].step(wp.array(actions, dtype=float, device="cpu")),
             envs[2].step(torch.from_numpy(actions.copy())),
+            envs[3].step(torch.from_numpy(actions.astype(np.float64))),
         ]
+        host.step(actions)
         for got in results[1:]:
             assert_array_equal(got[0], results[0][0])
             assert_array_equal(got[1], results[0][1])
-    with pytest.raises(ValueError, match=r"\(4, 29\) float32 on cpu"):
+    flags = np.zeros((4, 29), bool)
+    flags[:, 3] = True
+    assert_allclose(envs[0].step(flags)[0], host.step(flags)[0], **TOL)
+    with pytest.raises(ValueError, match=r"on cpu must be \(4, 29\) float32"):
         envs[1].step(wp.zeros((4, 28), dtype=float, device="cpu"))
-    with pytest.raises(ValueError, match=r"\(4, 29\) float32 on cpu"):
-        envs[2].step(torch.zeros((4, 29), dtype=torch.float64))
     with pytest.raises(ValueError, match="shape"):
         envs[0].step(np.zeros((4, 30)))
 
@@ -300,3 +305,56 @@ def test_step_on_device_leaves_the_observations_there_and_is_step(mode):
     assert quiet_steps > 0
     with pytest.raises(RuntimeError, match="device MDP"):
         TrackingVecEnv(2, cfg=_quiet(TrackingEnvCfg())).step_on_device(np.zeros((2, 29)))
+
+
+def test_a_masked_reset_after_step_on_device_keeps_the_last_steps_observations():
+    """DISABLED mode: after `step_on_device` (observations left on the device) a masked reset
+    returns, for the envs not reset, the rows the last step left, on the host and in
+    `device_arrays`, as the host MDP's masked reset after `step` does."""
+    task = _quiet(TrackingEnvCfg())
+    host = TrackingVecEnv(4, cfg=task, seed=3, autoreset_mode="disabled")
+    device = TrackingVecEnv(4, cfg=_on_device(task), seed=3, autoreset_mode="disabled")
+    rng = np.random.default_rng(4)
+    host.reset()
+    device.reset()
+    for _ in range(5):
+        actions = rng.normal(0.0, 0.5, (4, 29)).astype(np.float32)
+        last = host.step(actions)[0]
+        device.step_on_device(actions)
+    mask = np.array([True, False, False, False])
+    obs_h, _ = host.reset(options={"reset_mask": mask})
+    obs_d, _ = device.reset(options={"reset_mask": mask})
+    assert_array_equal(obs_h[1:], last[1:])
+    assert_allclose(obs_d[1:], last[1:], **TOL)
+    assert_array_equal(device.device_arrays()["policy"].numpy(), obs_d)
+
+
+def test_the_device_mdp_refuses_events_of_a_tasks_own():
+    """Built-in events read nothing the device owns; an event of a task's own could read a
+    stale host copy, so the device MDP refuses it when the env is built, naming it."""
+    from gym_motion.managers.events import EventMode, EventTermCfg
+
+    def probe(ctx, env_ids, rng):
+        pass
+
+    task = dataclasses.replace(TrackingEnvCfg(), events={
+        **TrackingEnvCfg().events, "probe": EventTermCfg(probe, EventMode.RESET)})  # fmt: skip
+    TrackingVecEnv(2, cfg=task)  # the host MDP takes it
+    with pytest.raises(ValueError, match="event term 'probe'.*mdp='host'"):
+        TrackingVecEnv(2, cfg=_on_device(task))
+
+
+def test_the_state_after_close_is_the_last_steps():
+    """`env.state` still reads the last step after `close()` (the device MDP's host copies are
+    brought up to date before the device memory goes), as on the host MDP."""
+    task = dataclasses.replace(
+        _quiet(TrackingEnvCfg()), backend=BackendCfg(name="mjwarp", device="cpu")
+    )
+    envs = [TrackingVecEnv(2, cfg=cfg, seed=5) for cfg in (task, _on_device(task))]
+    for env in envs:
+        env.reset()
+        env.step(np.full((2, 29), 0.3, np.float32))
+        env.close()
+    host, device = (env.state for env in envs)
+    assert_allclose(device.robot.pos_w, host.robot.pos_w, **TOL)
+    assert_array_equal(device.action, host.action)
