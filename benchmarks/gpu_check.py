@@ -10,7 +10,9 @@ Measures, on one device, and prints as it goes (and writes ``<out>/gpu_check.jso
    second step (the "step" graph captured), the capture times of the "step" and "refresh"
    graphs (`MjWarpBackend.capture_s`), and ms per control step once replaying;
 3. reproducibility at the largest N: two backends fed the same states and targets for 20 steps,
-   bit-equal or not, with ``deterministic`` off and on, and the steps/s of each;
+   bit-equal or not, with ``deterministic`` off and on, and the steps/s of each; then the
+   device MDP against the host MDP at the smallest N for 100 steps (`mdp_parity`: the first
+   step whose flags differ, if any, the largest observation and reward differences before it);
 4. throughput at each N: ``benchmarks/bench_mjwarp.py`` (backend phases, physics-only limit)
    and ``gym-motion bench --backend mjwarp`` (the whole env), each in its own process;
 5. the env against bare MuJoCo Warp at each N, from that bench, once with the MDP on the host
@@ -156,6 +158,56 @@ def reproducibility(n: int, device: str, steps: int, deterministic: bool) -> dic
     }
 
 
+def mdp_parity(n: int, device: str, steps: int) -> dict:
+    """The device MDP against the host MDP on this device: two envs of N = n on MuJoCo Warp in
+    its deterministic mode (equal physics for equal inputs), without observation noise, the
+    same seed and actions (normal, std 1); the device one steps as a learner does (actions as
+    a Warp array there, `step_on_device`, `device_arrays`). Reports the first step whose
+    flags (terminated, truncated) differ (None: none did; a flag near a threshold may flip
+    from float32 rounding, and the runs then part), and the largest differences of
+    observations and rewards before it, and of the robot state read back at the end."""
+    import dataclasses
+
+    import warp as wp
+
+    from gym_motion.envs import TrackingEnvCfg, TrackingVecEnv
+    from gym_motion.envs.config import BackendCfg
+
+    base = dataclasses.replace(TrackingEnvCfg(), obs_noise=False,
+                               backend=BackendCfg(name="mjwarp", device=device,
+                                                  deterministic=True))  # fmt: skip
+    host = TrackingVecEnv(n, cfg=base, seed=0, obs_mode="dict")
+    dev = TrackingVecEnv(n, cfg=dataclasses.replace(
+        base, backend=dataclasses.replace(base.backend, mdp="device")), seed=0,
+        obs_mode="dict")  # fmt: skip
+    obs, _ = host.reset()
+    dev.reset()
+    rng = np.random.default_rng(1)
+    r: dict = {"num_envs": n, "steps": steps, "first_flag_mismatch_step": None, "ended": 0,
+               "max_obs_diff": 0.0, "max_reward_diff": 0.0}  # fmt: skip
+    for k in range(1, steps + 1):
+        actions = rng.normal(0.0, 1.0, (n, 29)).astype(np.float32)
+        obs, reward, term, trunc, _ = host.step(actions)
+        d_reward, d_term, d_trunc, _ = dev.step_on_device(wp.array(actions, device=dev.mdp_device))
+        arrays = dev.device_arrays()
+        if not (np.array_equal(d_term, term) and np.array_equal(d_trunc, trunc)):
+            r["first_flag_mismatch_step"] = k
+            break
+        r["ended"] += int(np.count_nonzero(term | trunc))
+        r["max_reward_diff"] = max(
+            r["max_reward_diff"],
+            float(np.abs(d_reward - reward).max()),
+            float(np.abs(arrays["reward"].numpy() - reward).max()),
+        )
+        for group, values in obs.items():
+            diff = float(np.abs(arrays[group].numpy() - values).max())
+            r["max_obs_diff"] = max(r["max_obs_diff"], diff)
+    r["max_robot_pos_diff_m"] = float(np.abs(dev.state.robot.pos_w - host.state.robot.pos_w).max())
+    host.close()
+    dev.close()
+    return r
+
+
 def against_physics(bench: dict | list[dict]) -> dict:
     """Per N, from ``gym-motion bench --json`` results: env steps/s, bare MuJoCo Warp steps/s,
     their ratio, the share of a step outside physics, the device memory per env (kB, None
@@ -246,6 +298,8 @@ def main(argv: list[str] | None = None) -> None:
             save(f"startup_{run}_cache_n{n}", _run_child(args))
     for det in (False, True):
         save(f"reproducibility_deterministic_{det}_n{n}", reproducibility(n, args.device, 20, det))
+    small = min(args.num_envs)
+    save(f"device_mdp_parity_n{small}", mdp_parity(small, args.device, 100))
 
     if not args.no_bench:
         sizes = [str(k) for k in args.num_envs]

@@ -26,6 +26,10 @@ def test_the_gpu_check_runs_dry_on_the_cpu(tmp_path):
     assert result["machine"]["device"] == "cpu"
     assert result["startup_warm_cache_n8"]["env_steps_per_s"] > 0
     assert "bit_equal" in result["reproducibility_deterministic_True_n8"]
+    parity = result["device_mdp_parity_n4"]  # the device MDP as a learner steps it, on this device
+    assert parity["first_flag_mismatch_step"] is None and parity["ended"] > 0
+    assert parity["max_obs_diff"] < 1e-3 and parity["max_reward_diff"] < 1e-3
+    assert parity["max_robot_pos_diff_m"] < 1e-4
     for mdp in ("host", "device"):  # the whole env, through `gym-motion bench --mdp`
         rows = result[f"env_against_bare_physics_{mdp}_mdp"]
         assert sorted(rows) == ["4", "8"]
