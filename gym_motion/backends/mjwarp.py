@@ -102,6 +102,7 @@ from gym_motion.backends.binding import (
     self_contact_columns,
 )
 from gym_motion.backends.device_state import DeviceBodyState
+from gym_motion.backends.graphs import GraphLauncher
 
 _SOLVER_LIMITS = mjw.OverflowType.ITERATIONS | mjw.OverflowType.LS_ITERATIONS
 # Overflow bits after which the step's results are wrong (contacts, constraint rows or sensor
@@ -579,11 +580,10 @@ class MjWarpBackend:
                 MjWarpFallbackWarning,
                 stacklevel=2,
             )
-        self.capture = capture is not False and blocker is None
-        self.capture_s: dict[str, float] = {}
-        self._graphs: dict[str, wp.Graph] = {}
-        self._warm: set[str] = set()  # launch sequences that ran once eagerly
         self._stream = wp.Stream(dev) if dev.is_cuda else None
+        self._graphs = GraphLauncher(self.device, self._stream, capture is not False and
+                                     blocker is None, f"MuJoCo Warp on {self.device}",
+                                     MjWarpFallbackWarning)  # fmt: skip
         self._staged = False  # host->device copies from the staging buffers may be in flight
 
         self.num_envs = n = int(num_envs)
@@ -722,7 +722,7 @@ class MjWarpBackend:
             else:
                 self._to_device(self._d.ctrl, self._ctrl_host)
             t1 = self._mark(t0, "upload")
-            self._launch("step", self._step_sequence)
+            self._graphs.run("step", self._step_sequence)
             t2 = self._mark(t1, "physics")
             self._to_host(self._flags_host, self._flags_dev)
             self._sync()
@@ -730,6 +730,16 @@ class MjWarpBackend:
         self._host_stale = True
         self._mark(t2, "gather_copy")
         self._read_flags()
+
+    @property
+    def capture(self) -> bool:
+        """Whether launch sequences are captured as graphs and replayed (see the class)."""
+        return self._graphs.capture
+
+    @property
+    def capture_s(self) -> dict[str, float]:
+        """Seconds spent capturing each graph, by name (see the class)."""
+        return self._graphs.capture_s
 
     @property
     def stream(self) -> wp.Stream | None:
@@ -887,7 +897,7 @@ class MjWarpBackend:
             return
         self._sync()
         self._closed = True
-        self._graphs = {}
+        self._graphs.clear()
         self._m = self._d = None
         self._stream = None
 
@@ -907,36 +917,6 @@ class MjWarpBackend:
         if self._stream is not None:
             wp.synchronize_stream(self._stream)
         self._staged = False
-
-    def _launch(self, name: str, sequence) -> None:
-        """Run the launch sequence `sequence` (a callable) under `name`: replay its graph; or
-        capture it on its second run, when capturing; or launch it eagerly.
-
-        A capture that fails (nothing of it has run: captured launches run at replay) warns
-        once with the error and turns capturing off; the sequence then runs eagerly."""
-        graph = self._graphs.get(name)
-        if graph is None and self.capture and name in self._warm:
-            t0 = time.perf_counter()
-            try:
-                with wp.ScopedCapture(device=self.device, stream=self._stream) as capture:
-                    sequence()
-            except Exception as exc:  # noqa: BLE001 - Warp and the CUDA driver raise several
-                self.capture, self._graphs = False, {}
-                warnings.warn(
-                    f"MuJoCo Warp on {self.device}: capturing the {name!r} launches failed "
-                    f"({type(exc).__name__}: {exc}); every kernel is launched eagerly from now "
-                    "on (slower)",
-                    MjWarpFallbackWarning,
-                    stacklevel=3,
-                )
-            else:
-                graph = self._graphs[name] = capture.graph
-                self.capture_s[name] = time.perf_counter() - t0
-        if graph is not None:
-            wp.capture_launch(graph, stream=self._stream)
-        else:
-            sequence()
-            self._warm.add(name)
 
     def _stage(self, ids: np.ndarray, *arrays: tuple[wp.array, wp.array, np.ndarray]) -> None:
         """Copy ids (M,) to `_ids_dev` and each (host staging, device, values (M, ...)) to its
@@ -1036,7 +1016,7 @@ class MjWarpBackend:
         with self._scope():
             self._to_device(self._written_dev, self._written_host, count=m)
             self._to_device(self._written_count_dev, self._written_count_host)
-            self._launch("refresh", self._refresh_sequence)
+            self._graphs.run("refresh", self._refresh_sequence)
             if not self._host_stale:
                 self._to_host(self._rows_host, self._rows_dev, count=m * self._stride)
             self._sync()

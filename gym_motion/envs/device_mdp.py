@@ -26,6 +26,7 @@ import numpy as np
 import warp as wp
 
 from gym_motion.backends.device_state import DeviceBodyState
+from gym_motion.backends.graphs import GraphLauncher
 from gym_motion.kernels.device import actions as k_actions
 from gym_motion.kernels.device import command as k_command
 from gym_motion.kernels.device import episode as k_episode
@@ -333,6 +334,9 @@ class DeviceMDP:
         stream: the CUDA stream of the backend that writes `robot` (`MjWarpBackend.stream`):
             every launch and copy goes there, after the backend's; None: the device's current
             stream.
+        capture: whether the step's launches and each set of observation groups' are
+            captured as graphs on their second run and replayed (`GraphLauncher`; the
+            backend's own choice, `MjWarpBackend.capture`, where it has one).
 
     Attributes:
         reads_robot_in_place: whether `robot` was given (the host's ``state.robot`` is then
@@ -358,6 +362,7 @@ class DeviceMDP:
         device: str,
         robot: DeviceBodyState | None = None,
         stream: wp.Stream | None = None,
+        capture: bool = True,
     ):
         for name, term in cfg.events.items():
             if term.func not in MIRRORED_EVENTS:
@@ -368,6 +373,7 @@ class DeviceMDP:
                 )
         self.device = device
         self.stream = stream
+        self.graphs = GraphLauncher(device, stream, capture, f"the device MDP on {device}")
         self.num_envs = n = state.num_envs
         self.anchor, self.root = state.anchor, state.root
         self._host = state
@@ -499,7 +505,10 @@ class DeviceMDP:
         self._group_terms: dict[str, list[Launch]] = {}
         self._post_terms: dict[str, list[Launch]] = {}
         self._observed: tuple[str, ...] = ()  # the groups the last `observations` computed
-        self._noise: dict[str, wp.Launch | None] = {}  # the draw, its seed set per call
+        self._noise: dict[str, wp.Launch | None] = {}  # the draw, its seed in self._seeds
+        self._seeds = wp.zeros(len(cfg.observations), dtype=int, device=device)
+        self._seed_values = np.zeros(len(cfg.observations), np.int32)
+        self._seed_of = {g: k for k, g in enumerate(cfg.observations)}
         for group, terms in cfg.observations.items():
             self._bind_group(group, terms, cfg.obs_noise)
         wp.synchronize_device(device)  # the buffers above are set before any stream reads them
@@ -542,8 +551,10 @@ class DeviceMDP:
             c = NoiseColumns.of(noisy, n)
             scale: wp.array = wp.array(c.scale, dtype=float, device=self.device)
             self._keep.append(scale)
-            self._noise[group] = _bound(self, k_obs.add_drawn_uniform_noise, buf, 0,
-                                        self.ids(c.column), scale)  # fmt: skip
+            k = self._seed_of[group]
+            self._noise[group] = _bound(self, k_obs.add_drawn_uniform_noise, buf,
+                                        self._seeds[k : k + 1], self.ids(c.column),
+                                        scale)  # fmt: skip
         self._group_terms[group] = launches
         self._post_terms[group] = post
 
@@ -760,17 +771,12 @@ class DeviceMDP:
         frames = self._frame_pairs() if nonfinite.any() else []
         self._copies.upload([*frames, (self._flags_in["nonfinite"], nonfinite),
                              (self._time_limit_offset, time_limit_offset)])  # fmt: skip
-        self._counts.zero_()
-        self._advance.launch()
-        for launch in self._terms:
-            launch()
         if int(max_episode_steps) != self._max_episode_steps:
             self._max_episode_steps = int(max_episode_steps)
             self._end_step.set_param_by_name("max_episode_steps", self._max_episode_steps)
-        self._end_step.launch()
+            self.graphs.forget("step")
+        self.graphs.run("step", self._step_sequence)
         f = self._flags_out
-        self._errors()
-        self._sums()
         c, t = self._command, self._terminations
         counts, columns = np.zeros(2, np.int32), np.empty(self._columns.shape, np.float32)
         self._copies.download([
@@ -781,6 +787,16 @@ class DeviceMDP:
         ])  # fmt: skip
         self._host_stale = True
         return int(counts[0]), int(counts[1]), columns
+
+    def _step_sequence(self) -> None:
+        """The step's launches between its uploads and its downloads (one graph replayed)."""
+        self._counts.zero_()
+        self._advance.launch()
+        for launch in self._terms:
+            launch()
+        self._end_step.launch()
+        self._errors()
+        self._sums()
 
     def results(self) -> dict[str, wp.array]:
         """The observation groups the last `observations` computed, and "reward",
@@ -835,6 +851,17 @@ class DeviceMDP:
                 self._refresh_rows.launch()
         self._host_stale = True
 
+    def _group_sequence(self, groups: tuple[str, ...]) -> None:
+        """The launches of observation groups `groups` (one graph per set of groups)."""
+        for group in groups:
+            for launch in self._group_terms[group]:
+                launch()
+            noise = self._noise[group]
+            if noise is not None:
+                noise.launch()
+            for launch in self._post_terms[group]:
+                launch()
+
     @_on_stream
     def upload_observations(self, group: str) -> None:
         """Copy the host manager's buffer of observation group `group` to the device's (a
@@ -872,16 +899,13 @@ class DeviceMDP:
         the host MDP draws N x C floats from `rng`: with noise on, the two MDPs draw different
         noise and their streams part (the same seed still gives the same run)."""
         host = self._observations.buffers
-        self._observed = groups or tuple(self.buffers)
-        for group in self._observed:
-            for launch in self._group_terms[group]:
-                launch()
-            noise = self._noise[group]
-            if noise is not None:  # one seed from the env's stream, the draws on the device
-                noise.set_param_by_name("seed", int(rng.integers(0, 2**31 - 1)))
-                noise.launch()
-            for launch in self._post_terms[group]:
-                launch()
+        self._observed = groups = groups or tuple(self.buffers)
+        noisy = [g for g in groups if self._noise[g] is not None]
+        for group in noisy:  # one seed from the env's stream per group, the draws on the device
+            self._seed_values[self._seed_of[group]] = rng.integers(0, 2**31 - 1)
+        if noisy:
+            self._copies.upload([(self._seeds, self._seed_values)])
+        self.graphs.run("observations:" + ",".join(groups), lambda: self._group_sequence(groups))
         if download:
             self._copies.download([(self.buffers[g], host[g]) for g in self._observed])
         else:  # complete when read from another stream (a learner's)

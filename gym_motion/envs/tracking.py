@@ -151,7 +151,8 @@ def build_parts(
         device = getattr(backend, "device", "cpu")
         device_mdp = DeviceMDP(cfg, state, parts.actions, parts.command, parts.rewards,
                                parts.terminations, parts.observations, dt, device,
-                               robot_on_device, getattr(backend, "stream", None))  # fmt: skip
+                               robot_on_device, getattr(backend, "stream", None),
+                               getattr(backend, "capture", True))  # fmt: skip
         parts = dataclasses.replace(parts, device_mdp=device_mdp)
     return parts
 

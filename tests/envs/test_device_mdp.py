@@ -358,3 +358,27 @@ def test_the_state_after_close_is_the_last_steps():
     host, device = (env.state for env in envs)
     assert_allclose(device.robot.pos_w, host.robot.pos_w, **TOL)
     assert_array_equal(device.action, host.action)
+
+
+def test_captured_graphs_of_the_device_mdp_replay_its_eager_bits():
+    """The step's launches and the observation groups' (noise included: its seed read from
+    device memory) captured as graphs on their second run give, replayed, the bits of the
+    same launches run eagerly (capturing switched off before the first step, physics and
+    MDP): observations, rewards, flags."""
+    runs = []
+    for capture in (True, False):
+        task = dataclasses.replace(TrackingEnvCfg(), backend=BackendCfg(
+            name="mjwarp", device="cpu", mdp="device"))  # fmt: skip
+        env = TrackingVecEnv(4, cfg=task, seed=9)
+        env.backend._graphs.capture = env._device_mdp.graphs.capture = capture
+        rng = np.random.default_rng(10)
+        steps = [env.reset()[0]]
+        for _ in range(40):
+            obs, reward, terminated, truncated, _ = env.step(rng.normal(0.0, 1.0, (4, 29)))
+            steps += [obs, reward, terminated, truncated]
+        runs.append((dict(env._device_mdp.graphs.capture_s), steps))
+        env.close()
+    (captured, got), (eager, want) = runs
+    assert {"step", "observations:policy"} <= set(captured) and eager == {}
+    for k, (a, b) in enumerate(zip(got, want, strict=True)):
+        assert_array_equal(a, b, err_msg=f"result {k}")

@@ -113,18 +113,19 @@ def add_uniform_noise(
 @wp.kernel
 def add_drawn_uniform_noise(
     obs: wp.array2d(dtype=float),
-    seed: int,
+    seed: wp.array(dtype=int),
     column: wp.array(dtype=int),
     scale: wp.array(dtype=float),
 ):
     """``obs[i, column[c]] += (2 u - 1) scale[c]``, u uniform in [0, 1) drawn on the device:
-    Warp's PCG generator keyed by (`seed`, ``i C + c``), so one seed per step gives every row
-    and column a draw of its own (the device MDP's noise; its host twin reads a host draw,
-    `add_uniform_noise`)."""
+    Warp's PCG generator keyed by (``seed[0]``, ``i C + c``), so one seed per step gives every
+    row and column a draw of its own (the device MDP's noise; its host twin reads a host draw,
+    `add_uniform_noise`). The seed is read from device memory, so that a captured graph of the
+    launch draws anew each replay."""
     i = wp.tid()
     nc = column.shape[0]
     for c in range(nc):
-        state = wp.rand_init(seed, i * nc + c)
+        state = wp.rand_init(seed[0], i * nc + c)
         u = wp.randf(state)
         obs[i, column[c]] = obs[i, column[c]] + (2.0 * u - 1.0) * scale[c]
 
