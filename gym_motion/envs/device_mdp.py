@@ -262,6 +262,14 @@ class _Copies:
             wp.synchronize_stream(wp.get_stream(arr.device))
             self._in_flight.clear()
 
+    def download_block(self, block: _Block) -> None:
+        """Copy `block`'s device buffer to its host buffer (one copy), waiting for it."""
+        self.moved["to_host"] += block.dev.size
+        wp.copy(block.host_bytes, block.dev)
+        if self._cuda:
+            wp.synchronize_stream(wp.get_stream(block.dev.device))
+            self._in_flight.clear()
+
     def download_rows(self, dev: wp.array, m: int) -> np.ndarray:
         """The first `m` rows of `dev`, copied to the host (a view of its buffer, valid until
         the next copy of `dev`)."""
@@ -292,6 +300,38 @@ class _Copies:
 
 def _itemsize(arr: wp.array) -> int:
     return wp.types.type_size_in_bytes(arr.dtype)
+
+
+class _Block:
+    """Device arrays laid out in one device buffer, with a host buffer of the same layout (pinned
+    on a GPU): one copy brings them all to the host, where ``host[name]`` views them.
+
+    Args:
+        device: the Warp device.
+        specs: (name, shape, Warp dtype) of each array, in layout order.
+    """
+
+    _ALIGN = 16
+
+    def __init__(self, device: str, specs: list[tuple[str, tuple[int, ...], Any]]):
+        offsets, total = [], 0
+        for _, shape, dtype in specs:
+            offsets.append(total)
+            size = int(np.prod(shape)) * wp.types.type_size_in_bytes(dtype)
+            total += -(-size // self._ALIGN) * self._ALIGN
+        total = max(total, self._ALIGN)
+        self.dev = wp.zeros(total, dtype=wp.uint8, device=device)
+        self.host_bytes = wp.zeros(total, dtype=wp.uint8, device="cpu",
+                                   pinned=wp.get_device(device).is_cuda)  # fmt: skip
+        raw = self.host_bytes.numpy()
+        self.arrays: dict[str, wp.array] = {}
+        self.host: dict[str, np.ndarray] = {}
+        for (name, shape, dtype), off in zip(specs, offsets, strict=True):
+            self.arrays[name] = wp.array(ptr=self.dev.ptr + off, shape=shape, dtype=dtype,
+                                         device=device)  # fmt: skip
+            size = int(np.prod(shape)) * wp.types.type_size_in_bytes(dtype)
+            np_dtype = wp.dtype_to_numpy(dtype)
+            self.host[name] = raw[off : off + size].view(np_dtype).reshape(shape)
 
 
 def _body_pairs(dev: DeviceBodyState, host: Any) -> list[tuple[wp.array, np.ndarray]]:
@@ -423,9 +463,18 @@ class DeviceMDP:
         self._starts = self.ids(lib.starts)
         self._lengths = self.ids(lib.lengths)
         self._body_ids = self.ids(body_ids)
-        self.clip_ids = wp.zeros(n, dtype=wp.int32, device=device)
-        self.frames = wp.zeros(n, dtype=wp.int32, device=device)
-        self.clip_end = wp.zeros(n, dtype=wp.bool, device=device)
+        # what the host reads after every step, in one block: one copy a step
+        nt, nr, ne = len(cfg.terminations), len(cfg.rewards), len(TRACKING_ERRORS)
+        flags = ("terminated", "truncated", "clip_end_out", "done", "teleport", "any_term")
+        self._out = out = _Block(device, [
+            *((k, (n,), wp.bool) for k in (*flags, "clip_end")),
+            ("clip_ids", (n,), wp.int32), ("frames", (n,), wp.int32),
+            ("episode_length", (n,), wp.int32), ("counts", (2,), wp.int32),
+            ("reward", (n,), wp.float32), ("errors", (n, ne), wp.float32),
+            ("columns", (nr, n), wp.float32), ("fired", (nt, n), wp.bool),
+        ])  # fmt: skip
+        a = out.arrays
+        self.clip_ids, self.frames, self.clip_end = a["clip_ids"], a["frames"], a["clip_end"]
         self._all = self.ids(np.arange(n))
         self._rows = wp.zeros(n, dtype=int, device=device)  # rows of a refresh or reset
         self._advance = self._reference_step(True, self._all)
@@ -433,10 +482,8 @@ class DeviceMDP:
         self._refresh_rows = self._reference_step(False, self._rows)  # dim set to M per use
 
         # terminations, then rewards, then the end of the step
-        nt, nr = len(cfg.terminations), len(cfg.rewards)
-        self.fired = wp.zeros((nt, n), dtype=wp.bool, device=device)
+        self.fired, self.any_term = a["fired"], a["any_term"]
         self.active = wp.ones(nt, dtype=wp.bool, device=device)
-        self.any_term = wp.zeros(n, dtype=wp.bool, device=device)
         self._raw = wp.zeros((nr, n), dtype=float, device=device)
         self._weights: wp.array = wp.array(
             [c.weight for c in cfg.rewards.values()], dtype=float, device=device
@@ -445,21 +492,19 @@ class DeviceMDP:
         self.term_reward = wp.zeros(n, dtype=float, device=device)
         self._term_sums = wp.zeros((n, nr), dtype=wp.float64, device=device)
         self._return = wp.zeros(n, dtype=wp.float64, device=device)
-        self._columns = wp.zeros((nr, n), dtype=float, device=device)
-        self.errors = wp.zeros((n, len(TRACKING_ERRORS)), dtype=float, device=device)
+        self._columns, self.errors = a["columns"], a["errors"]
         self._error_sums = wp.zeros((n, len(TRACKING_ERRORS)), dtype=wp.float64, device=device)
         # ended episodes' sums, packed (reward terms, return, tracking errors) for the host
         self._ended_sums = wp.zeros((n, nr + 1 + len(TRACKING_ERRORS)), dtype=wp.float64,
                                     device=device)  # fmt: skip
-        self.episode_length = wp.zeros(n, dtype=wp.int32, device=device)
+        self.episode_length = a["episode_length"]
         self._time_limit_offset = wp.zeros(n, dtype=wp.int32, device=device)
         self._flags_in = {
             k: wp.zeros(n, dtype=wp.bool, device=device) for k in ("nonfinite", "held")
         }
-        self._flags_out = {k: wp.zeros(n, dtype=wp.bool, device=device) for k in (
+        self._flags_out = {k: a["clip_end_out" if k == "clip_end" else k] for k in (
             "terminated", "truncated", "clip_end", "done", "teleport")}  # fmt: skip
-        self.reward = wp.zeros(n, dtype=float, device=device)
-        self._counts = wp.zeros(2, dtype=wp.int32, device=device)
+        self.reward, self._counts = a["reward"], a["counts"]
         self._count_bad = _bound(self, k_actions.count_bad_actions, self._scale, self._offset,
                                  self.encoder_bias, self._actions_in, self._bad)  # fmt: skip
         self._joint_targets = _bound(
@@ -778,15 +823,18 @@ class DeviceMDP:
         self.graphs.run("step", self._step_sequence)
         f = self._flags_out
         c, t = self._command, self._terminations
-        counts, columns = np.zeros(2, np.int32), np.empty(self._columns.shape, np.float32)
-        self._copies.download([
-            *((arr, out[key]) for key, arr in f.items()), (self.reward, out["reward"]),
-            (self.episode_length, episode_length), *self._frame_pairs(),
-            (self.errors, c.errors), (self.fired, t.fired), (self.any_term, t.terminated),
-            (self._counts, counts), (self._columns, columns),
-        ])  # fmt: skip
+        self._copies.download_block(self._out)
+        got = self._out.host
+        for key in f:
+            np.copyto(out[key], got["clip_end_out" if key == "clip_end" else key])
+        for host, key in ((out["reward"], "reward"), (episode_length, "episode_length"),
+                          (c.clip_ids, "clip_ids"), (c.frames, "frames"),
+                          (c.clip_end, "clip_end"), (c.errors, "errors"), (t.fired, "fired"),
+                          (t.terminated, "any_term")):  # fmt: skip
+            np.copyto(host, got[key], casting="unsafe")
         self._host_stale = True
-        return int(counts[0]), int(counts[1]), columns
+        counts = got["counts"]
+        return int(counts[0]), int(counts[1]), got["columns"].copy()
 
     def _step_sequence(self) -> None:
         """The step's launches between its uploads and its downloads (one graph replayed)."""
