@@ -262,6 +262,19 @@ class _Copies:
             wp.synchronize_stream(wp.get_stream(arr.device))
             self._in_flight.clear()
 
+    def upload_block(self, block: _Block, values: dict[str, Any]) -> None:
+        """``block[name][...] = value`` for each of `values` (NumPy arrays of its shapes;
+        `block`'s other arrays keep their host values), in one copy of the whole block."""
+        if self._cuda and id(block.dev) in self._in_flight:  # its last upload may still read
+            wp.synchronize_stream(wp.get_stream(block.dev.device))
+            self._in_flight.clear()
+        for name, value in values.items():
+            np.copyto(block.host[name], value, casting="unsafe")
+        self.moved["to_device"] += block.dev.size
+        wp.copy(block.dev, block.host_bytes)
+        if self._cuda:
+            self._in_flight.add(id(block.dev))
+
     def download_block(self, block: _Block) -> None:
         """Copy `block`'s device buffer to its host buffer (one copy), waiting for it."""
         self.moved["to_host"] += block.dev.size
@@ -426,6 +439,14 @@ class DeviceMDP:
         self._row_stages: dict[int, tuple[wp.array, wp.Launch]] = {}
         self._host_stale = True  # the host's copies of the reference and actions lag
         b, j = len(state.body_names), state.robot.joint_pos.shape[1]
+        nt, nr, ne = len(cfg.terminations), len(cfg.rewards), len(TRACKING_ERRORS)
+        # what the host writes before the actions and before the step's MDP: one copy each
+        self._in_act = _Block(device, [("actions", (n, j), wp.float32), ("held", (n,), wp.bool)])
+        self._in_step = _Block(device, [
+            ("self_contact_substeps", (n,), wp.int32), ("steps_since_perturbation", (n,), wp.int32),
+            ("time_limit_offset", (n,), wp.int32), ("nonfinite", (n,), wp.bool),
+            ("active", (nt,), wp.bool),
+        ])  # fmt: skip
         self.reads_robot_in_place = robot is not None
         self.robot = DeviceBodyState.zeros(n, b, j, device) if robot is None else robot
         self.ref = DeviceBodyState.zeros(n, b, j, device)
@@ -435,7 +456,7 @@ class DeviceMDP:
         self.last_action = wp.zeros((n, j), dtype=float, device=device)
         self.action_obs = wp.zeros((n, j), dtype=float, device=device)
         self.encoder_bias = wp.zeros((n, j), dtype=float, device=device)
-        self._actions_in = wp.zeros((n, j), dtype=float, device=device)
+        self._actions_in = self._in_act.arrays["actions"]
         self.targets = wp.zeros((n, j), dtype=float, device=device)
         self._bad = wp.zeros(1, dtype=wp.int32, device=device)
         self._scale: wp.array = wp.array(actions.scale, dtype=float, device=device)
@@ -444,8 +465,8 @@ class DeviceMDP:
             self.ref.joint_pos if cfg.action_offset == "reference" else wp.array(
                 np.tile(state.default_joint_pos, (n, 1)), dtype=float, device=device)
         )  # fmt: skip
-        self.self_contact_substeps = wp.zeros(n, dtype=wp.int32, device=device)
-        self.steps_since_perturbation = wp.zeros(n, dtype=wp.int32, device=device)
+        self.self_contact_substeps = self._in_step.arrays["self_contact_substeps"]
+        self.steps_since_perturbation = self._in_step.arrays["steps_since_perturbation"]
         self.default_joint_pos: wp.array = wp.array(
             state.default_joint_pos, dtype=float, device=device
         )
@@ -464,7 +485,6 @@ class DeviceMDP:
         self._lengths = self.ids(lib.lengths)
         self._body_ids = self.ids(body_ids)
         # what the host reads after every step, in one block: one copy a step
-        nt, nr, ne = len(cfg.terminations), len(cfg.rewards), len(TRACKING_ERRORS)
         flags = ("terminated", "truncated", "clip_end_out", "done", "teleport", "any_term")
         self._out = out = _Block(device, [
             *((k, (n,), wp.bool) for k in (*flags, "clip_end")),
@@ -483,7 +503,7 @@ class DeviceMDP:
 
         # terminations, then rewards, then the end of the step
         self.fired, self.any_term = a["fired"], a["any_term"]
-        self.active = wp.ones(nt, dtype=wp.bool, device=device)
+        self.active = self._in_step.arrays["active"]  # uploaded before every use
         self._raw = wp.zeros((nr, n), dtype=float, device=device)
         self._weights: wp.array = wp.array(
             [c.weight for c in cfg.rewards.values()], dtype=float, device=device
@@ -498,10 +518,9 @@ class DeviceMDP:
         self._ended_sums = wp.zeros((n, nr + 1 + len(TRACKING_ERRORS)), dtype=wp.float64,
                                     device=device)  # fmt: skip
         self.episode_length = a["episode_length"]
-        self._time_limit_offset = wp.zeros(n, dtype=wp.int32, device=device)
-        self._flags_in = {
-            k: wp.zeros(n, dtype=wp.bool, device=device) for k in ("nonfinite", "held")
-        }
+        self._time_limit_offset = self._in_step.arrays["time_limit_offset"]
+        self._flags_in = {"nonfinite": self._in_step.arrays["nonfinite"],
+                          "held": self._in_act.arrays["held"]}  # fmt: skip
         self._flags_out = {k: a["clip_end_out" if k == "clip_end" else k] for k in (
             "terminated", "truncated", "clip_end", "done", "teleport")}  # fmt: skip
         self.reward, self._counts = a["reward"], a["counts"]
@@ -620,18 +639,22 @@ class DeviceMDP:
         )  # fmt: skip
 
     # ------------------------------------------------------------------ host <-> device
-    def _upload_inputs(self, every: bool) -> None:
+    def _upload_inputs(self, every: bool, extra: dict[str, np.ndarray] | None = None) -> None:
         """Copy what the host owns to the device: the robot state (unless read in place),
         self-contact counts, steps since the last perturbation and the active terminations (a
         step changes them all), and with `every` the encoder bias (which only episode starts
-        change) too."""
+        change) too; `extra`: more arrays of the step's input block (the blow-up flags, time
+        limit offsets)."""
         s = self._host
         pairs = _body_pairs(self.robot, s.robot) if not self.reads_robot_in_place else []
-        names = ("self_contact_substeps", "steps_since_perturbation",
-                 *(("encoder_bias",) if every else ()))  # fmt: skip
-        pairs += [(getattr(self, name), getattr(s, name)) for name in names]
-        pairs.append((self.active, self._terminations.active))
-        self._copies.upload(pairs)
+        if every:
+            pairs.append((self.encoder_bias, s.encoder_bias))
+        if pairs:
+            self._copies.upload(pairs)
+        self._copies.upload_block(self._in_step, {
+            "self_contact_substeps": s.self_contact_substeps,
+            "steps_since_perturbation": s.steps_since_perturbation,
+            "active": self._terminations.active, **(extra or {})})  # fmt: skip
 
     def _upload_rows(self, m: int, ids: np.ndarray) -> None:
         """Copy rows `ids` (M,) of what the host writes at a reset or push (robot state
@@ -756,18 +779,18 @@ class DeviceMDP:
         """
         n, j = self._actions_in.shape
         arr = self._device_actions(actions)
-        if arr is None:  # host values, as the host MDP takes them
+        if arr is None:  # host values, as the host MDP takes them: one copy with `held`
             host = self._actions.as_array(actions)
             with np.errstate(over="ignore"):  # beyond float32: inf, refused below
-                self._copies.upload([(self._actions_in, host)])
+                self._copies.upload_block(self._in_act, {"actions": host, "held": held})
         else:
             if arr.shape != (n, j) or arr.dtype != wp.float32:
                 raise ValueError(
                     f"actions on {self.device} must be ({n}, {j}) float32, got {arr.shape} "
                     f"{wp.types.type_repr(arr.dtype)}"
                 )
+            self._copies.upload([(self._flags_in["held"], held)])
             wp.copy(self._actions_in, arr)
-        self._copies.upload([(self._flags_in["held"], held)])
         self._bad.zero_()
         self._count_bad.launch()
         bad = np.zeros(1, np.int32)
@@ -811,11 +834,11 @@ class DeviceMDP:
             The host managers' mirrors (clip frames, fired terms, tracking errors) are updated;
             the reference's and the action history's when read (`sync_host`).
         """
-        self._upload_inputs(every=False)
-        # the host re-initialised blown-up rows on new frames; else the device's are current
-        frames = self._frame_pairs() if nonfinite.any() else []
-        self._copies.upload([*frames, (self._flags_in["nonfinite"], nonfinite),
-                             (self._time_limit_offset, time_limit_offset)])  # fmt: skip
+        self._upload_inputs(
+            every=False, extra={"nonfinite": nonfinite, "time_limit_offset": time_limit_offset}
+        )
+        if nonfinite.any():  # the host re-initialised blown-up rows on new frames
+            self._copies.upload(self._frame_pairs())
         if int(max_episode_steps) != self._max_episode_steps:
             self._max_episode_steps = int(max_episode_steps)
             self._end_step.set_param_by_name("max_episode_steps", self._max_episode_steps)
