@@ -437,6 +437,7 @@ class DeviceMDP:
         self._copies = _Copies(device)
         self.transfer_bytes = self._copies.moved
         self._row_stages: dict[int, tuple[wp.array, wp.Launch]] = {}
+        self._row_gathers: dict[int, tuple[wp.array, wp.Launch]] = {}
         self._host_stale = True  # the host's copies of the reference and actions lag
         b, j = len(state.body_names), state.robot.joint_pos.shape[1]
         nt, nr, ne = len(cfg.terminations), len(cfg.rewards), len(TRACKING_ERRORS)
@@ -940,6 +941,32 @@ class DeviceMDP:
         return, for a learner's stream to read."""
         self._copies.upload([(self.buffers[group], self._observations.buffers[group])])
         self._copies.wait(self.buffers[group])
+
+    @_on_stream
+    def observation_rows(self, ids: np.ndarray) -> dict[str, np.ndarray]:
+        """Rows `ids` (M,) of the observation groups the last `observations` computed, copied
+        to the host in one packed copy per group: group -> (M, D) float32 (views of staging
+        buffers, valid until the next call)."""
+        m = self._stage_rows(ids)
+        rows = {}
+        for group in self._observed:
+            buf = self.buffers[group]
+            packed, gather = self._row_gather(buf)
+            gather.set_dim((m, buf.shape[1]))
+            gather.launch()
+            rows[group] = self._copies.download_rows(packed, m)
+        return rows
+
+    def _row_gather(self, buf: wp.array) -> tuple[wp.array, wp.Launch]:
+        """A device buffer for rows of `buf` (N, D) packed, and the bound gather of rows
+        ``self._rows`` into it (dim set per use)."""
+        made = self._row_gathers.get(id(buf))
+        if made is None:
+            packed = wp.empty(buf.shape, dtype=buf.dtype, device=self.device)
+            gather = _bound(self, k_episode.gather_rows, self._rows, buf, packed,
+                            dim=buf.shape)  # fmt: skip
+            made = self._row_gathers[id(buf)] = (packed, gather)
+        return made
 
     @_on_stream
     def download_observations(self, groups: tuple[str, ...]) -> None:

@@ -623,7 +623,8 @@ class TrackingVecEnv(VectorApiMixin, RenderMixin, TimeLimitMixin, VectorEnv):
         infos.add_clip_end(info, teleport)
         if mode is AutoresetMode.SAME_STEP:
             if num_done:
-                infos.add_same_step_final(info, self._observation(), done)
+                final = self._observation() if host_obs else self._final_rows(done_ids)
+                infos.add_same_step_final(info, final, done)
             restart = done_ids
         elif mode is AutoresetMode.NEXT_STEP:
             restart = held.nonzero()[0] if num_held else _NO_ROWS
@@ -704,6 +705,18 @@ class TrackingVecEnv(VectorApiMixin, RenderMixin, TimeLimitMixin, VectorEnv):
             self.command.refresh(ids)
         else:
             self._device_mdp.refresh(ids)
+
+    def _final_rows(self, ids: np.ndarray) -> Any:
+        """SAME_STEP's final observation with the observations left on the device: computed
+        there, only rows `ids` (the ended episodes') copied to the host, in arrays shaped as
+        `_observation`'s (other rows 0: masked out)."""
+        self._observation(host=False)
+        rows = self._device_mdp.observation_rows(ids)  # type: ignore[union-attr]
+        out = {}
+        for group, values in rows.items():
+            out[group] = np.zeros((self.num_envs, values.shape[1]), np.float32)
+            out[group][ids] = values
+        return out if self.obs_mode == "dict" else out["policy"]
 
     def _observation(self, host: bool = True) -> Any:
         """A copy of the policy observation, or of every group's (``obs_mode="dict"``); with

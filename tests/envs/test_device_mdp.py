@@ -52,6 +52,8 @@ def _compare_info(host: dict, device: dict, step: int) -> None:
     for key, h in host.items():
         d = device[key]
         mask = host.get("_" + key) if not key.startswith("_") else None
+        if isinstance(h, dict) and mask is not None:  # final_obs of dict observations
+            h, d = {k: v[mask] for k, v in h.items()}, {k: v[mask] for k, v in d.items()}
         if isinstance(h, dict):  # SAME_STEP's final_obs / final_info
             _compare_info(h, d, step)
             continue
@@ -281,7 +283,7 @@ def test_step_on_device_leaves_the_observations_there_and_is_step(mode):
         env.reset()
     rng = np.random.default_rng(8)
     obs_bytes = sum(b.size * 4 for b in envs[0].observations.buffers.values())
-    quiet_steps = 0
+    quiet_steps = ended_steps = 0
     for step in range(60):
         actions = rng.normal(0.0, 2.0, (8, 29)).astype(np.float32)
         before = [dict(env.transfer_bytes) for env in envs]
@@ -297,12 +299,15 @@ def test_step_on_device_leaves_the_observations_there_and_is_step(mode):
         assert_array_equal(arrays["reward"].numpy(), reward)
         assert_array_equal(arrays["terminated"].numpy(), terminated)
         assert_array_equal(arrays["truncated"].numpy(), truncated)
+        moved = [env.transfer_bytes["to_host"] - b["to_host"]
+                 for env, b in zip(envs, before, strict=True)]  # fmt: skip
         if not (terminated | truncated).any():
             quiet_steps += 1
-            moved = [env.transfer_bytes["to_host"] - b["to_host"]
-                     for env, b in zip(envs, before, strict=True)]  # fmt: skip
             assert moved[0] - moved[1] == obs_bytes
-    assert quiet_steps > 0
+        else:  # SAME_STEP's final observation: the ended rows only
+            assert moved[1] < moved[0]
+            ended_steps += 1
+    assert quiet_steps > 0 and ended_steps > 0
     with pytest.raises(RuntimeError, match="device MDP"):
         TrackingVecEnv(2, cfg=_quiet(TrackingEnvCfg())).step_on_device(np.zeros((2, 29)))
 

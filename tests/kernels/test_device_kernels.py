@@ -150,6 +150,16 @@ def test_clear_episode_rows_zeroes_only_those_rows():
         assert_array_equal(after[keep], before[keep])
 
 
+def test_gather_rows_is_the_inverse_of_scatter_rows():
+    rng = rng_for(9, 312)
+    src = f32(rng.standard_normal((9, 5)))
+    ids = np.array([4, 0, 8], np.int32)
+    out = launch(d_episode.gather_rows, (3, 5), ids, src, np.zeros((9, 5), np.float32))[-1]
+    assert_array_equal(out[:3], src[ids])
+    back = launch(d_episode.scatter_rows, (3, 5), ids, out, np.zeros((9, 5), np.float32))[-1]
+    assert_array_equal(back[ids], src[ids])
+
+
 def test_gather_episode_rows_packs_the_sums_of_those_rows():
     rng = rng_for(9, 311)
     sums, ret, errors = rng.random((9, 4)), rng.random(9), rng.random((9, 8))

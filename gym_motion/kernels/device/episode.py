@@ -126,3 +126,12 @@ def gather_episode_rows(
     out[r, k_terms] = episode_return[i]
     for k in range(error_sums.shape[1]):
         out[r, k_terms + 1 + k] = error_sums[i, k]
+
+
+@wp.kernel
+def gather_rows(ids: wp.array(dtype=int), src: wp.array2d(dtype=float),
+                out: wp.array2d(dtype=float)):  # fmt: skip
+    """``out[r, c] = src[ids[r], c]``: rows of a device buffer packed for one copy to the host
+    (one thread per value; the inverse of `scatter_rows`)."""
+    r, c = wp.tid()
+    out[r, c] = src[ids[r], c]
