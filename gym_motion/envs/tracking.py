@@ -515,7 +515,7 @@ class TrackingVecEnv(VectorApiMixin, RenderMixin, TimeLimitMixin, VectorEnv):
         """`step` for a learner on the device MDP's device: the step's observations stay
         there, in `device_arrays` with its reward and flags (complete when this returns);
         nothing of them is copied to the host but what the step's info needs (SAME_STEP's
-        ``final_obs``, when envs ended).
+        ``final_obs``: the ended envs' rows, the others 0).
 
         Args:
             actions: (N, J) float32 on the device MDP's device (a torch tensor, a Warp array)
