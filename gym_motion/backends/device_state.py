@@ -42,7 +42,7 @@ class DeviceBodyState:
         """Views of a contiguous (N, C) float32 buffer whose row i holds env i as positions
         (3B), quaternions (4B), linear (3B) and angular (3B) velocities, joint positions (J)
         and velocities (J), then any further columns (C >= 13B + 2J). The views share the
-        buffer's memory: they are valid while it lives.
+        buffer's memory and keep it alive.
 
         Raises:
             ValueError: not a contiguous 2-D float32 buffer with enough columns.
@@ -58,8 +58,10 @@ class DeviceBodyState:
 
         def view(start: int, shape: tuple[int, ...]) -> wp.array:
             strides = (row, *(item * int(np.prod(shape[k + 1 :])) for k in range(1, len(shape))))
-            return wp.array(ptr=rows.ptr + item * start, shape=(n, *shape[1:]), strides=strides,
-                            dtype=float, device=rows.device)  # fmt: skip
+            arr = wp.array(ptr=rows.ptr + item * start, shape=(n, *shape[1:]), strides=strides,
+                           dtype=float, device=rows.device)  # fmt: skip
+            arr._ref = rows  # the view keeps the buffer alive
+            return arr
 
         return cls(
             pos_w=view(0, (n, b, 3)),

@@ -340,8 +340,10 @@ class _Block:
         self.arrays: dict[str, wp.array] = {}
         self.host: dict[str, np.ndarray] = {}
         for (name, shape, dtype), off in zip(specs, offsets, strict=True):
-            self.arrays[name] = wp.array(ptr=self.dev.ptr + off, shape=shape, dtype=dtype,
-                                         device=device)  # fmt: skip
+            view: wp.array = wp.array(ptr=self.dev.ptr + off, shape=shape, dtype=dtype,
+                                      device=device)  # fmt: skip
+            view._ref = self.dev  # type: ignore[assignment]  # keeps the block alive (DLPack)
+            self.arrays[name] = view
             size = int(np.prod(shape)) * wp.types.type_size_in_bytes(dtype)
             np_dtype = wp.dtype_to_numpy(dtype)
             self.host[name] = raw[off : off + size].view(np_dtype).reshape(shape)

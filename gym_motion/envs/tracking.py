@@ -372,8 +372,10 @@ class TrackingVecEnv(VectorApiMixin, RenderMixin, TimeLimitMixin, VectorEnv):
     def close(self, **kwargs: Any) -> None:
         """As `VectorApiMixin.close`; with the device MDP the host copies of what it owns are
         brought up to date first, so that `state` still reads the last step after closing."""
-        if not getattr(self, "closed", True) and getattr(self, "_device_mdp", None) is not None:
+        mdp = getattr(self, "_device_mdp", None)
+        if not getattr(self, "closed", True) and mdp is not None:
             self.state  # noqa: B018 - the property brings the host copies up to date
+            mdp.graphs.clear()
         super().close(**kwargs)
 
     @property

@@ -387,3 +387,22 @@ def test_captured_graphs_of_the_device_mdp_replay_its_eager_bits():
     assert {"step", "observations:policy"} <= set(captured) and eager == {}
     for k, (a, b) in enumerate(zip(got, want, strict=True)):
         assert_array_equal(a, b, err_msg=f"result {k}")
+
+
+def test_device_arrays_keep_their_memory_past_the_env():
+    """The device results are views of one block; each keeps the block's memory alive, so a
+    tensor or array taken from them stays valid after the env is gone."""
+    import gc
+    import weakref
+
+    env = TrackingVecEnv(2, cfg=_on_device(_quiet(TrackingEnvCfg())), seed=1)
+    env.reset()
+    env.step(np.full((2, 29), 0.2))
+    reward = env.device_arrays()["reward"]
+    want = reward.numpy().copy()
+    block = weakref.ref(env._device_mdp._out.dev)
+    env.close()
+    del env
+    gc.collect()
+    assert block() is not None
+    assert_array_equal(reward.numpy(), want)
