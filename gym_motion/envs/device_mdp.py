@@ -447,7 +447,8 @@ class DeviceMDP:
         self._in_act = _Block(device, [("actions", (n, j), wp.float32), ("held", (n,), wp.bool)])
         self._in_step = _Block(device, [
             ("self_contact_substeps", (n,), wp.int32), ("steps_since_perturbation", (n,), wp.int32),
-            ("time_limit_offset", (n,), wp.int32), ("nonfinite", (n,), wp.bool),
+            ("time_limit_offset", (n,), wp.int32), ("max_episode_steps", (1,), wp.int32),
+            ("nonfinite", (n,), wp.bool),
             ("active", (nt,), wp.bool),
         ])  # fmt: skip
         self.reads_robot_in_place = robot is not None
@@ -547,9 +548,9 @@ class DeviceMDP:
         self._end_step = _bound(
             self, k_episode.end_step, self.any_term, self._flags_in["nonfinite"],
             self.term_reward, self.clip_end, self._flags_in["held"], self.episode_length,
-            self._time_limit_offset, 0, f["terminated"], f["truncated"], self.reward,
-            f["clip_end"], f["done"], f["teleport"], self._counts)  # fmt: skip
-        self._max_episode_steps = 0  # the value bound in `_end_step`
+            self._time_limit_offset, self._in_step.arrays["max_episode_steps"], f["terminated"],
+            f["truncated"], self.reward, f["clip_end"], f["done"], f["teleport"],
+            self._counts)  # fmt: skip
         self._errors = _launch(
             self, k_metrics.tracking_errors, self.ref.pos_w, self.ref.quat_w,
             self.ref_rel_pos_w, self.ref_rel_quat_w, self.robot.pos_w, self.robot.quat_w,
@@ -647,7 +648,7 @@ class DeviceMDP:
         self-contact counts, steps since the last perturbation and the active terminations (a
         step changes them all), and with `every` the encoder bias (which only episode starts
         change) too; `extra`: more arrays of the step's input block (the blow-up flags, time
-        limit offsets)."""
+        limit offsets, the time limit)."""
         s = self._host
         pairs = _body_pairs(self.robot, s.robot) if not self.reads_robot_in_place else []
         if every:
@@ -837,15 +838,12 @@ class DeviceMDP:
             The host managers' mirrors (clip frames, fired terms, tracking errors) are updated;
             the reference's and the action history's when read (`sync_host`).
         """
-        self._upload_inputs(
-            every=False, extra={"nonfinite": nonfinite, "time_limit_offset": time_limit_offset}
-        )
+        limit = np.array([max_episode_steps], np.int32)
+        self._upload_inputs(every=False, extra={
+            "nonfinite": nonfinite, "time_limit_offset": time_limit_offset,
+            "max_episode_steps": limit})  # fmt: skip
         if nonfinite.any():  # the host re-initialised blown-up rows on new frames
             self._copies.upload(self._frame_pairs())
-        if int(max_episode_steps) != self._max_episode_steps:
-            self._max_episode_steps = int(max_episode_steps)
-            self._end_step.set_param_by_name("max_episode_steps", self._max_episode_steps)
-            self.graphs.forget("step")
         self.graphs.run("step", self._step_sequence)
         f = self._flags_out
         c, t = self._command, self._terminations

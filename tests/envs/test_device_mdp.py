@@ -406,3 +406,26 @@ def test_device_arrays_keep_their_memory_past_the_env():
     gc.collect()
     assert block() is not None
     assert_array_equal(reward.numpy(), want)
+
+
+def test_a_time_limit_changed_mid_run_reaches_the_replayed_step():
+    """`max_episode_steps` is read from device memory by the step's replayed graph: lowered and
+    raised mid-run, it truncates the same episodes at the same steps as on the host MDP."""
+    task = _quiet(TrackingEnvCfg())
+    envs = [TrackingVecEnv(4, cfg=cfg, seed=2) for cfg in (task, _on_device(task))]
+    rng = np.random.default_rng(3)
+    for env in envs:
+        env.reset()
+    truncated_any = False
+    for step in range(40):
+        if step in (5, 25):
+            for env in envs:
+                env.max_episode_steps = 12 if step == 5 else 1000
+        actions = rng.normal(0.0, 0.3, (4, 29)).astype(np.float32)
+        (_, rew_h, term_h, trunc_h, _), (_, rew_d, term_d, trunc_d, _) = (
+            env.step(actions) for env in envs)  # fmt: skip
+        assert_array_equal(trunc_d, trunc_h, err_msg=f"step {step}")
+        assert_array_equal(term_d, term_h, err_msg=f"step {step}")
+        truncated_any |= bool(trunc_h.any())
+    assert truncated_any
+    assert "step" in envs[1]._device_mdp.graphs.capture_s  # the step ran as a graph

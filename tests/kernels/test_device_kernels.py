@@ -356,7 +356,8 @@ def test_end_step_and_count_down_are_the_host_kernels(n):
         np.zeros(n, bool) for _ in range(3)
     ]
     dev = launch(d_episode.end_step, n, *flags, term_reward, past_end, held, length.copy(),
-                 offset, 500, *[x.copy() for x in outs], np.zeros(2, np.int32))  # fmt: skip
+                 offset, np.array([500], np.int32), *[x.copy() for x in outs],
+                 np.zeros(2, np.int32))  # fmt: skip
     host_length, host = length.copy(), [x.copy() for x in outs]
     counts = h_episode.end_step(*flags, term_reward, past_end, held, host_length, offset, 500,
                                 *host)  # fmt: skip

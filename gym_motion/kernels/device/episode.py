@@ -16,7 +16,7 @@ def end_step(
     held: wp.array(dtype=wp.bool),
     episode_length: wp.array(dtype=wp.int32),
     time_limit_offset: wp.array(dtype=wp.int32),
-    max_episode_steps: int,
+    max_episode_steps: wp.array(dtype=wp.int32),
     terminated: wp.array(dtype=wp.bool),
     truncated: wp.array(dtype=wp.bool),
     reward: wp.array(dtype=float),
@@ -25,8 +25,9 @@ def end_step(
     teleport: wp.array(dtype=wp.bool),
     counts: wp.array(dtype=wp.int32),
 ):
-    """The step's results of env i as the host kernel's; ``counts[0] +=`` done rows,
-    ``counts[1] +=`` teleport rows."""
+    """The step's results of env i as the host kernel's (the time limit read from device
+    memory, ``max_episode_steps[0]``, so that a captured graph follows it); ``counts[0] +=``
+    done rows, ``counts[1] +=`` teleport rows."""
     i = wp.tid()
     term = any_term[i] or nonfinite[i]
     r = term_reward[i]
@@ -34,7 +35,7 @@ def end_step(
         r = 0.0
     length = episode_length[i] + wp.int32(1)
     episode_length[i] = length
-    trunc = int(length) + int(time_limit_offset[i]) >= max_episode_steps and not term
+    trunc = int(length) + int(time_limit_offset[i]) >= int(max_episode_steps[0]) and not term
     end = past_clip_end[i]
     if held[i]:
         r = 0.0
