@@ -1,4 +1,5 @@
-"""`DeviceBodyState`: a `BodyState` whose arrays live on a Warp device (imports Warp)."""
+"""`DeviceBodyState`: a `BodyState` whose arrays live on a Warp device, and `itemsize` (imports
+Warp)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,12 @@ from dataclasses import dataclass
 import numpy as np
 import warp as wp
 
-__all__ = ["DeviceBodyState"]
+__all__ = ["DeviceBodyState", "itemsize"]
+
+
+def itemsize(arr: wp.array) -> int:
+    """Bytes of one element of `arr` (its dtype's size), for counting what a copy moves."""
+    return wp.types.type_size_in_bytes(arr.dtype)
 
 
 @dataclass(frozen=True)

@@ -101,7 +101,7 @@ from gym_motion.backends.binding import (
     root_velocity_kicks,
     self_contact_columns,
 )
-from gym_motion.backends.device_state import DeviceBodyState
+from gym_motion.backends.device_state import DeviceBodyState, itemsize
 from gym_motion.backends.graphs import GraphLauncher
 
 _SOLVER_LIMITS = mjw.OverflowType.ITERATIONS | mjw.OverflowType.LS_ITERATIONS
@@ -470,10 +470,6 @@ def _add_root_velocity(
 
 
 # ---------------------------------------------------------------------------------------- backend
-
-
-def _itemsize(arr: wp.array) -> int:
-    return wp.types.type_size_in_bytes(arr.dtype)
 
 
 class MjWarpBackend:
@@ -1038,13 +1034,13 @@ class MjWarpBackend:
         `transfer_bytes`."""
         count = host.size if count is None else count
         wp.copy(dev, host, count=count)
-        self.transfer_bytes["to_device"] += count * _itemsize(host)
+        self.transfer_bytes["to_device"] += count * itemsize(host)
 
     def _to_host(self, host: wp.array, dev: wp.array, count: int | None = None) -> None:
         """``wp.copy`` device -> host, counted in `transfer_bytes`."""
         count = dev.size if count is None else count
         wp.copy(host, dev, count=count)
-        self.transfer_bytes["to_host"] += count * _itemsize(dev)
+        self.transfer_bytes["to_host"] += count * itemsize(dev)
 
     def _read_flags(self) -> None:
         f = self._flags

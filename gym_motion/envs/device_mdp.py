@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import warp as wp
 
-from gym_motion.backends.device_state import DeviceBodyState
+from gym_motion.backends.device_state import DeviceBodyState, itemsize
 from gym_motion.backends.graphs import GraphLauncher
 from gym_motion.kernels.device import actions as k_actions
 from gym_motion.kernels.device import command as k_command
@@ -229,15 +229,14 @@ class _Copies:
     def _free_stage(self, arr: wp.array) -> tuple[wp.array, np.ndarray]:
         """`arr`'s pinned buffer, once no upload from it is in flight."""
         if id(arr) in self._in_flight:
-            wp.synchronize_stream(wp.get_stream(arr.device))
-            self._in_flight.clear()
+            self.wait(arr)
         self._in_flight.add(id(arr))
         return self._stage(arr)
 
     def upload(self, pairs: list[tuple[wp.array, np.ndarray]]) -> None:
         """``device[...] = host`` for each (device array, NumPy array) of equal shapes."""
         for dev, host in pairs:
-            self.moved["to_device"] += dev.size * _itemsize(dev)
+            self.moved["to_device"] += dev.size * itemsize(dev)
             if not self._cuda:
                 dev.assign(host)
                 continue
@@ -248,7 +247,7 @@ class _Copies:
     def upload_rows(self, dev: wp.array, rows: np.ndarray) -> None:
         """``device[:M] = rows`` for an (M, ...) NumPy block into the first rows of `dev`."""
         m = rows.shape[0]
-        self.moved["to_device"] += rows.size * _itemsize(dev)
+        self.moved["to_device"] += rows.size * itemsize(dev)
         if not self._cuda:
             dev.numpy()[:m] = rows  # Warp's CPU arrays are NumPy's memory
             return
@@ -257,7 +256,8 @@ class _Copies:
         wp.copy(dev, stage, count=rows.size)
 
     def wait(self, arr: wp.array) -> None:
-        """Wait for the work queued on the current stream of `arr`'s device (on a GPU)."""
+        """Wait for the work queued on the current stream of `arr`'s device (on a GPU; every
+        upload is then done, so each pinned buffer is free again)."""
         if self._cuda:
             wp.synchronize_stream(wp.get_stream(arr.device))
             self._in_flight.clear()
@@ -265,9 +265,8 @@ class _Copies:
     def upload_block(self, block: _Block, values: dict[str, Any]) -> None:
         """``block[name][...] = value`` for each of `values` (NumPy arrays of its shapes;
         `block`'s other arrays keep their host values), in one copy of the whole block."""
-        if self._cuda and id(block.dev) in self._in_flight:  # its last upload may still read
-            wp.synchronize_stream(wp.get_stream(block.dev.device))
-            self._in_flight.clear()
+        if id(block.dev) in self._in_flight:  # its last upload may still read the host bytes
+            self.wait(block.dev)
         for name, value in values.items():
             np.copyto(block.host[name], value, casting="unsafe")
         self.moved["to_device"] += block.dev.size
@@ -279,40 +278,32 @@ class _Copies:
         """Copy `block`'s device buffer to its host buffer (one copy), waiting for it."""
         self.moved["to_host"] += block.dev.size
         wp.copy(block.host_bytes, block.dev)
-        if self._cuda:
-            wp.synchronize_stream(wp.get_stream(block.dev.device))
-            self._in_flight.clear()
+        self.wait(block.dev)
 
     def download_rows(self, dev: wp.array, m: int) -> np.ndarray:
         """The first `m` rows of `dev`, copied to the host (a view of its buffer, valid until
         the next copy of `dev`)."""
         row = dev.size // dev.shape[0]
-        self.moved["to_host"] += m * row * _itemsize(dev)
+        self.moved["to_host"] += m * row * itemsize(dev)
         if not self._cuda:
             return dev.numpy()[:m]
         stage, view = self._stage(dev)
         wp.copy(stage, dev, count=m * row)
-        wp.synchronize_stream(wp.get_stream(dev.device))
-        self._in_flight.clear()
+        self.wait(dev)
         return view[:m]
 
     def download(self, pairs: list[tuple[wp.array, np.ndarray]]) -> None:
         """``host[...] = device`` for each (device array, NumPy array) of equal shapes."""
-        self.moved["to_host"] += sum(dev.size * _itemsize(dev) for dev, _ in pairs)
+        self.moved["to_host"] += sum(dev.size * itemsize(dev) for dev, _ in pairs)
         if not self._cuda:
             for dev, host in pairs:
                 np.copyto(host, dev.numpy(), casting="unsafe")
             return
         for dev, _ in pairs:
             wp.copy(self._stage(dev)[0], dev)
-        wp.synchronize_stream(wp.get_stream(dev.device))
-        self._in_flight.clear()
+        self.wait(dev)
         for dev, host in pairs:
             np.copyto(host, self._stage(dev)[1], casting="unsafe")
-
-
-def _itemsize(arr: wp.array) -> int:
-    return wp.types.type_size_in_bytes(arr.dtype)
 
 
 class _Block:
@@ -429,6 +420,7 @@ class DeviceMDP:
         self.device = device
         self.stream = stream
         self.graphs = GraphLauncher(device, stream, capture, f"the device MDP on {device}")
+        self._torch_streams: dict[int, wp.Stream] = {}  # torch's streams as Warp sees them
         self.num_envs = n = state.num_envs
         self.anchor, self.root = state.anchor, state.root
         self._host = state
@@ -463,6 +455,7 @@ class DeviceMDP:
         self._actions_in = self._in_act.arrays["actions"]
         self.targets = wp.zeros((n, j), dtype=float, device=device)
         self._bad = wp.zeros(1, dtype=wp.int32, device=device)
+        self._bad_host = np.zeros(1, np.int32)
         self._scale: wp.array = wp.array(actions.scale, dtype=float, device=device)
         # where a zero action puts the joints: the default pose, or the observed reference
         self._offset: wp.array = (
@@ -643,7 +636,7 @@ class DeviceMDP:
         )  # fmt: skip
 
     # ------------------------------------------------------------------ host <-> device
-    def _upload_inputs(self, every: bool, extra: dict[str, np.ndarray] | None = None) -> None:
+    def _upload_inputs(self, every: bool, extra: dict[str, Any] | None = None) -> None:
         """Copy what the host owns to the device: the robot state (unless read in place),
         self-contact counts, steps since the last perturbation and the active terminations (a
         step changes them all), and with `every` the encoder bias (which only episode starts
@@ -754,7 +747,11 @@ class DeviceMDP:
         others = [device.stream]
         torch = sys.modules.get("torch")
         if torch is not None and torch.cuda.is_available():
-            others.append(wp.stream_from_torch(torch.cuda.current_stream(device.ordinal)))
+            current = torch.cuda.current_stream(device.ordinal)
+            wrapped = self._torch_streams.get(current.cuda_stream)
+            if wrapped is None:  # Warp's handle on torch's stream, made once per stream
+                wrapped = self._torch_streams[current.cuda_stream] = wp.stream_from_torch(current)
+            others.append(wrapped)
         for other in others:
             if other.cuda_stream != self.stream.cuda_stream:
                 self.stream.wait_stream(other)
@@ -797,9 +794,8 @@ class DeviceMDP:
             wp.copy(self._actions_in, arr)
         self._bad.zero_()
         self._count_bad.launch()
-        bad = np.zeros(1, np.int32)
-        self._copies.download([(self._bad, bad)])
-        if bad[0]:
+        self._copies.download([(self._bad, self._bad_host)])
+        if self._bad_host[0]:
             self.sync_host()  # the offset of residual actions: the observed reference
             refused = np.empty((n, j), np.float32)
             self._copies.download([(self._actions_in, refused)])
@@ -838,10 +834,9 @@ class DeviceMDP:
             The host managers' mirrors (clip frames, fired terms, tracking errors) are updated;
             the reference's and the action history's when read (`sync_host`).
         """
-        limit = np.array([max_episode_steps], np.int32)
         self._upload_inputs(every=False, extra={
             "nonfinite": nonfinite, "time_limit_offset": time_limit_offset,
-            "max_episode_steps": limit})  # fmt: skip
+            "max_episode_steps": max_episode_steps})  # fmt: skip
         if nonfinite.any():  # the host re-initialised blown-up rows on new frames
             self._copies.upload(self._frame_pairs())
         self.graphs.run("step", self._step_sequence)

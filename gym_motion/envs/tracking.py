@@ -577,7 +577,8 @@ class TrackingVecEnv(VectorApiMixin, RenderMixin, TimeLimitMixin, VectorEnv):
             self.nonfinite_count += int(blew_up)
             self._reinitialise(nonfinite.nonzero()[0])
         if self._sync_device_rows is not None:  # the host copy when `state` is read
-            self._sync_device_rows()
+            if blew_up:  # the rows just re-initialised, on the device
+                self._sync_device_rows()
             self._robot_stale = True
         else:
             self.backend.copy_body_state_w(s.robot)
