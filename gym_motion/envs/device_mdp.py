@@ -25,8 +25,9 @@ from typing import Any
 import numpy as np
 import warp as wp
 
-from gym_motion.backends.device_state import DeviceBodyState, itemsize
+from gym_motion.backends.device_state import DeviceBodyState
 from gym_motion.backends.graphs import GraphLauncher
+from gym_motion.envs.device_copies import Block, Copies
 from gym_motion.kernels.device import actions as k_actions
 from gym_motion.kernels.device import command as k_command
 from gym_motion.kernels.device import episode as k_episode
@@ -202,144 +203,6 @@ def _binder(kind: str, name: str, func: Callable) -> Callable[..., Launch]:
     return binder
 
 
-# ------------------------------------------------------------------------ host <-> device
-
-
-class _Copies:
-    """Whole-array copies between NumPy and a Warp device. On a GPU they pass through pinned
-    host buffers, made once per device array: uploads are queued on the device's current
-    stream, and a batch of downloads waits once for that stream. On Warp's CPU device they
-    are plain copies. A pinned buffer is written again only once its last upload is done (the
-    stream is waited for then, if no download waited since). ``moved`` counts the bytes copied
-    "to_device" and "to_host" (on Warp's CPU device: those a GPU would move)."""
-
-    def __init__(self, device: str):
-        self._cuda = wp.get_device(device).is_cuda
-        self._pinned: dict[int, tuple[wp.array, np.ndarray]] = {}
-        self._in_flight: set[int] = set()  # device arrays whose upload may still read its buffer
-        self.moved = {"to_device": 0, "to_host": 0}
-
-    def _stage(self, arr: wp.array) -> tuple[wp.array, np.ndarray]:
-        staged = self._pinned.get(id(arr))
-        if staged is None:
-            host = wp.empty(arr.shape, dtype=arr.dtype, device="cpu", pinned=True)
-            staged = self._pinned[id(arr)] = (host, host.numpy())
-        return staged
-
-    def _free_stage(self, arr: wp.array) -> tuple[wp.array, np.ndarray]:
-        """`arr`'s pinned buffer, once no upload from it is in flight."""
-        if id(arr) in self._in_flight:
-            self.wait(arr)
-        self._in_flight.add(id(arr))
-        return self._stage(arr)
-
-    def upload(self, pairs: list[tuple[wp.array, np.ndarray]]) -> None:
-        """``device[...] = host`` for each (device array, NumPy array) of equal shapes."""
-        for dev, host in pairs:
-            self.moved["to_device"] += dev.size * itemsize(dev)
-            if not self._cuda:
-                dev.assign(host)
-                continue
-            stage, view = self._free_stage(dev)
-            np.copyto(view, host, casting="unsafe")
-            wp.copy(dev, stage)
-
-    def upload_rows(self, dev: wp.array, rows: np.ndarray) -> None:
-        """``device[:M] = rows`` for an (M, ...) NumPy block into the first rows of `dev`."""
-        m = rows.shape[0]
-        self.moved["to_device"] += rows.size * itemsize(dev)
-        if not self._cuda:
-            dev.numpy()[:m] = rows  # Warp's CPU arrays are NumPy's memory
-            return
-        stage, view = self._free_stage(dev)
-        view[:m] = rows
-        wp.copy(dev, stage, count=rows.size)
-
-    def wait(self, arr: wp.array) -> None:
-        """Wait for the work queued on the current stream of `arr`'s device (on a GPU; every
-        upload is then done, so each pinned buffer is free again)."""
-        if self._cuda:
-            wp.synchronize_stream(wp.get_stream(arr.device))
-            self._in_flight.clear()
-
-    def upload_block(self, block: _Block, values: dict[str, Any]) -> None:
-        """``block[name][...] = value`` for each of `values` (NumPy arrays of its shapes;
-        `block`'s other arrays keep their host values), in one copy of the whole block."""
-        if id(block.dev) in self._in_flight:  # its last upload may still read the host bytes
-            self.wait(block.dev)
-        for name, value in values.items():
-            np.copyto(block.host[name], value, casting="unsafe")
-        self.moved["to_device"] += block.dev.size
-        wp.copy(block.dev, block.host_bytes)
-        if self._cuda:
-            self._in_flight.add(id(block.dev))
-
-    def download_block(self, block: _Block) -> None:
-        """Copy `block`'s device buffer to its host buffer (one copy), waiting for it."""
-        self.moved["to_host"] += block.dev.size
-        wp.copy(block.host_bytes, block.dev)
-        self.wait(block.dev)
-
-    def download_rows(self, dev: wp.array, m: int) -> np.ndarray:
-        """The first `m` rows of `dev`, copied to the host (a view of its buffer, valid until
-        the next copy of `dev`)."""
-        row = dev.size // dev.shape[0]
-        self.moved["to_host"] += m * row * itemsize(dev)
-        if not self._cuda:
-            return dev.numpy()[:m]
-        stage, view = self._stage(dev)
-        wp.copy(stage, dev, count=m * row)
-        self.wait(dev)
-        return view[:m]
-
-    def download(self, pairs: list[tuple[wp.array, np.ndarray]]) -> None:
-        """``host[...] = device`` for each (device array, NumPy array) of equal shapes."""
-        self.moved["to_host"] += sum(dev.size * itemsize(dev) for dev, _ in pairs)
-        if not self._cuda:
-            for dev, host in pairs:
-                np.copyto(host, dev.numpy(), casting="unsafe")
-            return
-        for dev, _ in pairs:
-            wp.copy(self._stage(dev)[0], dev)
-        self.wait(dev)
-        for dev, host in pairs:
-            np.copyto(host, self._stage(dev)[1], casting="unsafe")
-
-
-class _Block:
-    """Device arrays laid out in one device buffer, with a host buffer of the same layout (pinned
-    on a GPU): one copy brings them all to the host, where ``host[name]`` views them.
-
-    Args:
-        device: the Warp device.
-        specs: (name, shape, Warp dtype) of each array, in layout order.
-    """
-
-    _ALIGN = 16
-
-    def __init__(self, device: str, specs: list[tuple[str, tuple[int, ...], Any]]):
-        offsets, total = [], 0
-        for _, shape, dtype in specs:
-            offsets.append(total)
-            size = int(np.prod(shape)) * wp.types.type_size_in_bytes(dtype)
-            total += -(-size // self._ALIGN) * self._ALIGN
-        total = max(total, self._ALIGN)
-        self.dev = wp.zeros(total, dtype=wp.uint8, device=device)
-        self.host_bytes = wp.zeros(total, dtype=wp.uint8, device="cpu",
-                                   pinned=wp.get_device(device).is_cuda)  # fmt: skip
-        raw = self.host_bytes.numpy()
-        self.arrays: dict[str, wp.array] = {}
-        self.host: dict[str, np.ndarray] = {}
-        for (name, shape, dtype), off in zip(specs, offsets, strict=True):
-            view: wp.array = wp.array(ptr=self.dev.ptr + off, shape=shape, dtype=dtype,
-                                      device=device)  # fmt: skip
-            view._ref = self.dev  # type: ignore[assignment]  # keeps the block alive (DLPack)
-            self.arrays[name] = view
-            size = int(np.prod(shape)) * wp.types.type_size_in_bytes(dtype)
-            np_dtype = wp.dtype_to_numpy(dtype)
-            self.host[name] = raw[off : off + size].view(np_dtype).reshape(shape)
-
-
 def _body_pairs(dev: DeviceBodyState, host: Any) -> list[tuple[wp.array, np.ndarray]]:
     names = ("pos_w", "quat_w", "lin_vel_w", "ang_vel_w", "joint_pos", "joint_vel")
     return [(getattr(dev, name), getattr(host, name)) for name in names]
@@ -428,7 +291,7 @@ class DeviceMDP:
         self._command, self._rewards = command, rewards
         self._terminations, self._observations = terminations, observations
         self._keep: list[wp.array] = []  # index arrays the bound launches read
-        self._copies = _Copies(device)
+        self._copies = Copies(device)
         self.transfer_bytes = self._copies.moved
         self._row_stages: dict[int, tuple[wp.array, wp.Launch]] = {}
         self._row_gathers: dict[int, tuple[wp.array, wp.Launch]] = {}
@@ -436,8 +299,8 @@ class DeviceMDP:
         b, j = len(state.body_names), state.robot.joint_pos.shape[1]
         nt, nr, ne = len(cfg.terminations), len(cfg.rewards), len(TRACKING_ERRORS)
         # what the host writes before the actions and before the step's MDP: one copy each
-        self._in_act = _Block(device, [("actions", (n, j), wp.float32), ("held", (n,), wp.bool)])
-        self._in_step = _Block(device, [
+        self._in_act = Block(device, [("actions", (n, j), wp.float32), ("held", (n,), wp.bool)])
+        self._in_step = Block(device, [
             ("self_contact_substeps", (n,), wp.int32), ("steps_since_perturbation", (n,), wp.int32),
             ("time_limit_offset", (n,), wp.int32), ("max_episode_steps", (1,), wp.int32),
             ("nonfinite", (n,), wp.bool),
@@ -483,7 +346,7 @@ class DeviceMDP:
         self._body_ids = self.ids(body_ids)
         # what the host reads after every step, in one block: one copy a step
         flags = ("terminated", "truncated", "clip_end_out", "done", "teleport", "any_term")
-        self._out = out = _Block(device, [
+        self._out = out = Block(device, [
             *((k, (n,), wp.bool) for k in (*flags, "clip_end")),
             ("clip_ids", (n,), wp.int32), ("frames", (n,), wp.int32),
             ("episode_length", (n,), wp.int32), ("counts", (2,), wp.int32),
