@@ -80,7 +80,7 @@ from __future__ import annotations
 import os
 import time
 import warnings
-from typing import Literal
+from typing import Any, Literal
 
 import mujoco
 import mujoco_warp as mjw
@@ -419,22 +419,23 @@ def _flag_columns(state: wp.array2d(dtype=float), base: int, flags: wp.array2d(d
 @wp.kernel
 def _scatter_state(
     ids: wp.array(dtype=int),
-    qpos_in: wp.array(dtype=float),
-    qvel_in: wp.array(dtype=float),
+    qpos_in: wp.array(dtype=Any),
+    qvel_in: wp.array(dtype=Any),
     qpos: wp.array2d(dtype=float),
     qvel: wp.array2d(dtype=float),
     qacc_warmstart: wp.array2d(dtype=float),
     act: wp.array2d(dtype=float),
 ):
-    """Write row i of the flat (M, nq) / (M, nv) inputs to world ids[i]; clear its history."""
+    """Write row i of the flat (M, nq) / (M, nv) inputs (float32, or float64 rounded once) to
+    world ids[i]; clear its history."""
     i = wp.tid()
     w = ids[i]
     nq = qpos.shape[1]
     nv = qvel.shape[1]
     for k in range(nq):
-        qpos[w, k] = qpos_in[i * nq + k]
+        qpos[w, k] = float(qpos_in[i * nq + k])
     for k in range(nv):
-        qvel[w, k] = qvel_in[i * nv + k]
+        qvel[w, k] = float(qvel_in[i * nv + k])
         qacc_warmstart[w, k] = 0.0
     for k in range(act.shape[1]):
         act[w, k] = 0.0
@@ -784,34 +785,49 @@ class MjWarpBackend:
         for f in fields:
             getattr(out, f)[rows] = getattr(v, f)[rows]
 
-    def write_state(self, env_ids: np.ndarray, qpos: np.ndarray, qvel: np.ndarray) -> None:
+    def write_state(
+        self, env_ids: np.ndarray, qpos: np.ndarray | wp.array, qvel: np.ndarray | wp.array
+    ) -> None:
         """Set qpos (M, nq) and qvel (M, nv) of worlds `env_ids` (M,) and clear their solver
         warm start and activations; other worlds are untouched.
 
-        Only the M rows travel to the device and only those worlds are written; the next
-        `copy_body_state_w` refreshes the body state of the written rows (forward kinematics,
-        then M rows back to the host).
+        qpos and qvel are NumPy arrays, or float32 or float64 Warp arrays on this backend's
+        device whose first M nq and M nv values are the rows, row-major (a device MDP's RSI
+        writes them there: nothing but the ids crosses the bus, and no finiteness check is
+        made). Only those M rows are written; the next `copy_body_state_w` or
+        `sync_device_state` refreshes their body state (forward kinematics).
 
         Raises:
-            ValueError: mismatched shapes, or ids outside [0, N) (a (N,) bool mask also works).
+            ValueError: mismatched shapes, or ids outside [0, N) (a (N,) bool mask also works);
+                Warp arrays of another device or dtype, or too small.
         """
         self._check_open()
         ids = resolve_env_ids(env_ids, self.num_envs)
         m, nq, nv = ids.size, self._mjm.nq, self._mjm.nv
-        qpos, qvel = check_state_rows(qpos, qvel, m, nq, nv)
+        on_device = isinstance(qpos, wp.array) or isinstance(qvel, wp.array)
+        if on_device:
+            self._check_device_rows(qpos, m * nq, "qpos")
+            self._check_device_rows(qvel, m * nv, "qvel")
+        else:
+            qpos, qvel = check_state_rows(qpos, qvel, m, nq, nv)
         if m == 0:
             return
         d = self._d
         with self._scope():
-            self._stage(
-                ids,
-                (self._qpos_host, self._qpos_dev, qpos),
-                (self._qvel_host, self._qvel_dev, qvel),
-            )
+            if on_device:
+                self._stage(ids)
+                rows = (qpos.reshape(-1), qvel.reshape(-1))
+            else:
+                self._stage(
+                    ids,
+                    (self._qpos_host, self._qpos_dev, qpos),
+                    (self._qvel_host, self._qvel_dev, qvel),
+                )
+                rows = (self._qpos_dev, self._qvel_dev)
             wp.launch(
                 _scatter_state,
                 dim=m,
-                inputs=[self._ids_dev, self._qpos_dev, self._qvel_dev],
+                inputs=[self._ids_dev, *rows],
                 outputs=[d.qpos, d.qvel, d.qacc_warmstart, d.act],
             )
         self.nonfinite[ids] = False
@@ -898,6 +914,19 @@ class MjWarpBackend:
         self._stream = None
 
     # ------------------------------------------------------------------ internals
+    def _check_device_rows(self, arr: Any, size: int, name: str) -> None:
+        """`write_state`'s check of a Warp array of rows: this device, float32 or float64,
+        contiguous, at least `size` values."""
+        if not isinstance(arr, wp.array) or str(arr.device) != str(wp.get_device(self.device)):
+            where = getattr(arr, "device", type(arr).__name__)
+            raise ValueError(f"write_state: {name} must be a Warp array on {self.device} when "
+                             f"the other is, got one on {where}")  # fmt: skip
+        if arr.dtype not in (wp.float32, wp.float64) or not arr.is_contiguous:
+            raise ValueError(f"write_state: {name} on the device must be contiguous float32 or "
+                             f"float64, got {wp.types.type_repr(arr.dtype)}")  # fmt: skip
+        if arr.size < size:
+            raise ValueError(f"write_state: {name} holds {arr.size} values, the rows need {size}")
+
     def _check_open(self) -> None:
         if self._closed:
             raise RuntimeError("MjWarpBackend is closed")

@@ -33,6 +33,7 @@ from gym_motion.kernels.device import command as k_command
 from gym_motion.kernels.device import episode as k_episode
 from gym_motion.kernels.device import metrics as k_metrics
 from gym_motion.kernels.device import observations as k_obs
+from gym_motion.kernels.device import reset as k_reset
 from gym_motion.kernels.device import rewards as k_rewards
 from gym_motion.kernels.device import terminations as k_term
 from gym_motion.kernels.metrics import TRACKING_ERRORS
@@ -360,6 +361,7 @@ class DeviceMDP:
         self._advance = self._reference_step(True, self._all)
         self._refresh_all = self._reference_step(False, self._all)
         self._refresh_rows = self._reference_step(False, self._rows)  # dim set to M per use
+        self._bind_rsi(command)
 
         # terminations, then rewards, then the end of the step
         self.fired, self.any_term = a["fired"], a["any_term"]
@@ -481,6 +483,29 @@ class DeviceMDP:
                                         scale)  # fmt: skip
         self._group_terms[group] = launches
         self._post_terms[group] = post
+
+    def _bind_rsi(self, command: CommandManager) -> None:
+        """RSI's buffers and launches (`sample_states`): per reset, rows ``self._rows[:M]``,
+        their starts and uniforms in, their qpos and qvel out (dims set to M per use)."""
+        n, lay, dev = self.num_envs, command.layout, self.device
+        self._start_in = wp.zeros((n, 2), dtype=wp.int32, device=dev)
+        self._unit_in = wp.zeros((n, 12 + lay.num_joints), dtype=wp.float64, device=dev)
+        self._library_frames = wp.zeros(n, dtype=int, device=dev)
+        # columns not of the robot stay at qpos0, as on the host
+        self._rsi_qpos: wp.array = wp.array(np.tile(lay.qpos0, (n, 1)), dtype=wp.float64,
+                                            device=dev)  # fmt: skip
+        self._rsi_qvel = wp.zeros((n, lay.nv), dtype=wp.float64, device=dev)
+        self._rsi_ranges = [wp.zeros(r.shape, dtype=wp.float64, device=dev)
+                            for r in command.rsi_ranges]  # fmt: skip
+        self._rsi_ranges_of: tuple[Any, ...] = (None,) * 3  # the host arrays last uploaded
+        self._point_rows = _bound(self, k_reset.point_rows, self._rows, self._start_in,
+                                  self._starts, self.clip_ids, self.frames,
+                                  self._library_frames)  # fmt: skip
+        self._rsi = _bound(
+            self, k_reset.rsi_state, *self._lib, command.library_root, self._library_frames,
+            self._unit_in, *self._rsi_ranges, self.soft_joint_limits, lay.root_qpos_adr,
+            lay.root_dof_adr, self.ids(lay.qpos_adr), self.ids(lay.dof_adr), self._rsi_qpos,
+            self._rsi_qvel)  # fmt: skip
 
     def _reference_step(self, advance: bool, env_ids: wp.array) -> wp.Launch:
         lib = self._lib
@@ -700,8 +725,6 @@ class DeviceMDP:
         self._upload_inputs(every=False, extra={
             "nonfinite": nonfinite, "time_limit_offset": time_limit_offset,
             "max_episode_steps": max_episode_steps})  # fmt: skip
-        if nonfinite.any():  # the host re-initialised blown-up rows on new frames
-            self._copies.upload(self._frame_pairs())
         self.graphs.run("step", self._step_sequence)
         f = self._flags_out
         c, t = self._command, self._terminations
@@ -754,6 +777,46 @@ class DeviceMDP:
         self._command.error_sums[ids] = rows[:, k + 1 :]
 
     @_on_stream
+    def sample_states(
+        self, ids: np.ndarray, rng: np.random.Generator, start: tuple[int, int] | None = None
+    ) -> tuple[wp.array | np.ndarray, wp.array | np.ndarray]:
+        """Reference state initialisation of rows `ids` (M,), the twin of
+        `CommandManager.sample_states`: the same draws from `rng` on the host, in its order
+        (each row's start from the sampler, or `start`; then its uniforms), the rows pointed
+        at their starts on both sides, and the state computed on the device
+        (`gym_motion.kernels.device.reset`, float64 as on the host). Up the bus: the ids,
+        starts and uniforms, M (3 + 12 + J) values.
+
+        Returns:
+            (qpos, qvel) for the backend's `write_state`: this device's float64 (N, nq) and
+            (N, nv) buffers, whose first M rows hold the rows, when the backend reads from this
+            device (the robot state is read in place); else (M, nq) and (M, nv) float64 NumPy
+            arrays, copied from them.
+
+        Raises:
+            ValueError: a `start` outside the library (`CommandManager.check_start`).
+        """
+        c = self._command
+        clip_ids, frames = c.draw_starts(ids, rng, start)
+        m = int(np.size(ids))
+        unit = c.draw_rsi_noise(m, rng)
+        if m:
+            ranges = c.rsi_ranges
+            if any(a is not b for a, b in zip(ranges, self._rsi_ranges_of, strict=True)):
+                self._copies.upload(list(zip(self._rsi_ranges, ranges, strict=True)))
+                self._rsi_ranges_of = ranges
+            self._stage_rows(ids)
+            self._copies.upload_rows(self._start_in, np.stack([clip_ids, frames], axis=1))
+            self._copies.upload_rows(self._unit_in, unit)
+            for launch in (self._point_rows, self._rsi):
+                launch.set_dim(m)
+                launch.launch()
+        if self.reads_robot_in_place:
+            return self._rsi_qpos, self._rsi_qvel
+        qpos = self._copies.download_rows(self._rsi_qpos, m).copy()
+        return qpos, self._copies.download_rows(self._rsi_qvel, m).copy()
+
+    @_on_stream
     def start_episodes(self, ids: np.ndarray) -> None:
         """New episodes on rows `ids` (M,): their sums, lengths and action history set to
         0."""
@@ -765,12 +828,13 @@ class DeviceMDP:
 
     @_on_stream
     def refresh(self, ids: np.ndarray | None = None) -> None:
-        """After the host wrote rows (a reset, an event), or every row (None): copy what it
-        wrote to the device (every input, or those rows' robot state, actions, encoder bias
-        and steps since the last perturbation), then gather the reference at the host's
-        current frames and re-anchor it on the robot there."""
-        self._copies.upload(self._frame_pairs())
+        """After rows were written (a reset, an event), or every row (None): copy what the
+        host wrote to the device (every input and the host's clip frames, or those rows' robot
+        state unless read in place, encoder bias and steps since the last perturbation), then
+        gather the reference at the rows' frames (`sample_states` set them on both sides) and
+        re-anchor it on the robot there."""
         if ids is None:
+            self._copies.upload(self._frame_pairs())
             self._upload_inputs(every=True)
             self._refresh_all.launch()
         else:

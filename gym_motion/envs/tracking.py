@@ -677,7 +677,10 @@ class TrackingVecEnv(VectorApiMixin, RenderMixin, TimeLimitMixin, VectorEnv):
     def _reinitialise(self, ids: np.ndarray, start: tuple[int, int] | None = None) -> None:
         """Sample a motion frame for rows `ids` (or take `start`, a (clip id, frame)) and
         write the robot there (RSI)."""
-        qpos, qvel = self.command.sample_states(ids, self._rng, start)
+        if self._device_mdp is None:
+            qpos, qvel = self.command.sample_states(ids, self._rng, start)
+        else:  # the same draws; the state computed where the backend reads it
+            qpos, qvel = self._device_mdp.sample_states(ids, self._rng, start)
         self.backend.write_state(ids, qpos, qvel)
         self._state.steps_since_perturbation[ids] = 0
 

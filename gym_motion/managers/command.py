@@ -134,6 +134,24 @@ class CommandManager:
         velocity (rad/s, root frame), joint velocities. The arrays are views of owned buffers,
         valid until the next call.
         """
+        clip_ids, frames = self.draw_starts(env_ids, rng, start)
+        lib, m, lay = self.library, env_ids.size, self._layout
+        qpos, qvel = self._qpos[:m], self._qvel[:m]
+        pose, vel, joint = self.rsi_ranges
+        rsi_state(
+            lib.body_pos_w, lib.body_quat_w, lib.body_lin_vel_w, lib.body_ang_vel_w,
+            lib.joint_pos, lib.joint_vel, self._lib_root, self._starts[clip_ids] + frames,
+            self.draw_rsi_noise(m, rng), pose, vel, joint, self._state.soft_joint_limits,
+            lay.root_qpos_adr, lay.root_dof_adr, lay.qpos_adr, lay.dof_adr, qpos, qvel,
+        )  # fmt: skip
+        return qpos, qvel
+
+    def draw_starts(
+        self, env_ids: np.ndarray, rng: np.random.Generator, start: tuple[int, int] | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The first half of `sample_states`: draw a start (clip id, frame) for each of rows
+        `env_ids` (M,) from the sampler (or take `start`, checked by `check_start`) and point
+        the rows there; returns (clip_ids, frames), (M,) int32 each."""
         if start is None:
             clip_ids, frames = self.sampler.sample(env_ids.size, rng)
         else:
@@ -141,16 +159,30 @@ class CommandManager:
             clip_ids = np.full(env_ids.size, clip, np.int32)
             frames = np.full(env_ids.size, frame, np.int32)
         self.set_frames(env_ids, clip_ids, frames)
-        lib, m, lay = self.library, env_ids.size, self._layout
-        qpos, qvel = self._qpos[:m], self._qvel[:m]
-        unit = rng.random((m, 12 + lay.num_joints))
-        rsi_state(
-            lib.body_pos_w, lib.body_quat_w, lib.body_lin_vel_w, lib.body_ang_vel_w,
-            lib.joint_pos, lib.joint_vel, self._lib_root, self._starts[clip_ids] + frames, unit,
-            self._reset_pose, self._reset_vel, self._reset_joint, self._state.soft_joint_limits,
-            lay.root_qpos_adr, lay.root_dof_adr, lay.qpos_adr, lay.dof_adr, qpos, qvel,
-        )  # fmt: skip
-        return qpos, qvel
+        return clip_ids, frames
+
+    def draw_rsi_noise(self, num_rows: int, rng: np.random.Generator) -> np.ndarray:
+        """The second half's random draws: (M, 12 + J) float64 uniforms in [0, 1), the columns
+        `gym_motion.kernels.reset.rsi_state` reads (pose 6 | velocity 6 | joints J)."""
+        return rng.random((num_rows, 12 + self._layout.num_joints))
+
+    @property
+    def rsi_ranges(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The reset noise's (low, high) ranges as RSI reads them, float64, scaled by
+        `reset_noise_scale`: root pose (6, 2) (x, y, z m; roll, pitch, yaw rad), root velocity
+        (6, 2) (m/s, rad/s, world frame), joint positions (2,) rad. New arrays whenever the
+        scale is set."""
+        return self._reset_pose, self._reset_vel, self._reset_joint
+
+    @property
+    def library_root(self) -> int:
+        """Index of the robot's root body among the motion library's bodies (RSI's root)."""
+        return self._lib_root
+
+    @property
+    def layout(self) -> JointLayout:
+        """The physics model's qpos/qvel columns (`JointLayout`) that RSI writes."""
+        return self._layout
 
     def check_start(self, start: tuple[int, int]) -> tuple[int, int]:
         """`start` as (clip id, frame) ints, checked against the library.

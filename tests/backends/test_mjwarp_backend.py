@@ -477,6 +477,37 @@ def test_targets_on_the_device_step_as_their_numpy_copy_without_an_upload(model,
         backend.step(wp.zeros((N, NJ), dtype=wp.float64, device="cpu"))
 
 
+def test_states_on_the_device_are_written_as_their_numpy_copy_with_only_the_ids_uploaded(
+    model, backend
+):
+    """qpos/qvel rows in float64 (a device MDP's RSI) or float32 Warp arrays on the backend's
+    device are written as the same NumPy rows are, bit for bit, with only the M ids copied up;
+    another device, dtype or a buffer short of M rows is refused, naming it."""
+    qpos, qvel = reset_states(model, np.random.default_rng(12))
+    rows = np.array([3, 0])
+    for dtype in (wp.float64, wp.float32):
+        backend.write_state(np.arange(N), qpos, qvel)
+        backend.write_state(rows, qpos[[1, 2]], qvel[[1, 2]])
+        expected = [backend._d.qpos.numpy().copy(), backend._d.qvel.numpy().copy()]
+        backend.write_state(np.arange(N), qpos, qvel)
+        before = backend.transfer_bytes["to_device"]
+        # the rows first in a buffer of N rows, as the device MDP hands them over
+        backend.write_state(rows, wp.array(qpos[[1, 2, 0, 3]], dtype=dtype, device="cpu"),
+                            wp.array(qvel[[1, 2, 0, 3]], dtype=dtype, device="cpu"))  # fmt: skip
+        assert backend.transfer_bytes["to_device"] - before == rows.size * 4
+        got = [backend._d.qpos.numpy(), backend._d.qvel.numpy()]
+        for e, g in zip(expected, got, strict=True):  # one rounding to float32 either way
+            np.testing.assert_array_equal(g, e)
+    good = wp.zeros(2 * model.nv, dtype=wp.float64, device="cpu")
+    with pytest.raises(ValueError, match="qpos holds 3 values"):
+        backend.write_state(rows, wp.zeros(3, dtype=wp.float64, device="cpu"), good)
+    with pytest.raises(ValueError, match="qvel on the device must be contiguous float32"):
+        backend.write_state(rows, wp.zeros(2 * model.nq, dtype=wp.float64, device="cpu"),
+                            wp.zeros(2 * model.nv, dtype=wp.int32, device="cpu"))  # fmt: skip
+    with pytest.raises(ValueError, match="qpos must be a Warp array on cpu"):
+        backend.write_state(rows, np.zeros((2, model.nq)), good)
+
+
 def test_the_backend_never_waits_for_the_whole_device(model, backend, monkeypatch):
     """Only the backend's own stream is waited for (on the CPU device launches are synchronous
     and nothing is waited for); other work on the device, a policy's, is never waited for."""

@@ -135,6 +135,40 @@ def test_on_mjwarp_the_device_mdp_reads_the_backends_buffer_and_equals_the_host_
                         **TOL, err_msg=field)  # fmt: skip
 
 
+def test_rsi_on_the_device_writes_the_host_mdps_state_into_mujoco_warp_in_place():
+    """Resets through the device MDP draw the host's random numbers in its order, and the
+    state RSI computes on the device (float64, as on the host) lands in MuJoCo Warp's arrays
+    bit for bit as the host's does; only ids, starts and uniforms go up, no qpos or qvel."""
+    n = 16
+    task = dataclasses.replace(_quiet(_clip_recipe_task()), backend=BackendCfg(
+        name="mjwarp", device="cpu"))  # fmt: skip
+    host = TrackingVecEnv(n, cfg=task, seed=4)
+    device = TrackingVecEnv(n, cfg=_on_device(task), seed=4)
+    rng = np.random.default_rng(0)
+    fields = ("qpos", "qvel", "qacc_warmstart", "act")
+    for options in (None, {"reset_mask": np.arange(n) % 5 == 1, "start": (0, 10)}):
+        for env in (host, device):
+            env.reset(options=options)
+        for f in fields:
+            assert_array_equal(getattr(device.backend._d, f).numpy(),
+                               getattr(host.backend._d, f).numpy(), err_msg=f)  # fmt: skip
+        assert_array_equal(device.command.clip_ids, host.command.clip_ids)
+        assert_array_equal(device.command.frames, host.command.frames)
+        for _ in range(30):
+            actions = rng.normal(0.0, 1.0, (n, host.single_action_space.shape[0]))
+            host.step(actions)
+            device.step(actions)
+    # a masked reset of M rows: the backend gets their ids, no state
+    written = np.arange(n) % 4 == 0
+    m = int(np.count_nonzero(written))
+    before = device.backend.transfer_bytes["to_device"]
+    device.reset(options={"reset_mask": written})
+    # int32 ids for the write and for the refresh, and the refresh's count
+    assert device.backend.transfer_bytes["to_device"] - before == 2 * m * 4 + 4
+    host.reset(options={"reset_mask": written})
+    assert_array_equal(device.backend._d.qpos.numpy(), host.backend._d.qpos.numpy())
+
+
 def test_a_blown_up_row_ends_as_on_the_host_mdp(tmp_path, monkeypatch):
     """A row whose physics blows up is re-initialised by the host mid-step (new clip frame):
     the device MDP steps it from there, as the host MDP does, and no NaN reaches the

@@ -381,13 +381,13 @@ def test_rsi_state_matches_the_oracle_and_the_host_kernel(m):
     rng = rng_for(m, 310)
     r = _reference(rng, m)
     frames = np.arange(m)
-    lib = [f32(r[k][:, None]) for k in ("pos", "quat", "lin", "ang")] + [r["jp"], r["jv"]]
+    lib = [f32(r[k][:, None]) for k in ("pos", "quat", "lin", "ang")] + [f32(r["jp"]),
+                                                                          f32(r["jv"])]  # fmt: skip
     joint = np.array([-0.1, 0.1])
     root_q, root_d, joint_q, joint_d, nq, nv = IDENTITY
     args = (*lib, 0, frames, r["unit"], WIDE_POSE, WIDE_VEL, joint, r["limits"], root_q, root_d,
             np.asarray(joint_q, np.int64), np.asarray(joint_d, np.int64))  # fmt: skip
-    fargs = [f32(a) if isinstance(a, np.ndarray) and a.dtype == np.float64 else a for a in args]
-    dev = launch(d_reset.rsi_state, m, *fargs, np.full((m, nq), np.nan), np.full((m, nv), np.nan))
+    dev = launch(d_reset.rsi_state, m, *args, np.full((m, nq), np.nan), np.full((m, nv), np.nan))
     qpos, qvel = np.full((m, nq), np.nan), np.full((m, nv), np.nan)
     h_reset.rsi_state(*args, qpos, qvel)
     root_pos, root_r, lin, ang_b, jp, jv = o.rsi_state(
@@ -395,16 +395,30 @@ def test_rsi_state_matches_the_oracle_and_the_host_kernel(m):
         WIDE_VEL, joint, r["limits"],
     )  # fmt: skip
     got_q, got_v = dev[-2], dev[-1]
-    # float32 math on the device (the host twin mixes in float64): float32 agreement
+    assert got_q.dtype == got_v.dtype == np.float64
+    # the oracle reads the float64 reference the library's float32 arrays round
     assert_allclose(got_q[:, :3], root_pos, rtol=2e-6, atol=1e-6)
     assert_allclose(o.quat_to_rotmat(got_q[:, 3:7]), root_r, rtol=0, atol=1e-6)
     assert_allclose(got_q[:, 7:], jp, rtol=2e-6, atol=1e-6)
     assert_allclose(got_v[:, :3], lin, rtol=2e-6, atol=1e-6)
     assert_allclose(got_v[:, 3:6], ang_b, rtol=2e-6, atol=4e-6)
-    assert_array_equal(got_v[:, 6:], jv)
-    assert_allclose(got_q, qpos, rtol=2e-6, atol=1e-6)
-    assert_allclose(got_v, qvel, rtol=2e-6, atol=4e-6)
+    assert_allclose(got_v[:, 6:], jv, rtol=2e-6, atol=1e-6)
+    # the host kernel's float64 operations: equal to a few float64 ulps (sin, cos, sqrt)
+    assert_allclose(got_q, qpos, rtol=1e-14, atol=1e-14)
+    assert_allclose(got_v, qvel, rtol=1e-14, atol=1e-14)
     assert got_q.shape == (m, 7 + NJ)
+
+
+def test_point_rows_points_reset_rows_at_their_starts():
+    starts = np.array([0, 120, 160], np.int64)  # three clips of 120, 40, 301 frames
+    rows = np.array([4, 0, 2])
+    start = np.array([[2, 300], [0, 5], [1, 0]], np.int32)
+    clip_ids, frames = np.full(6, -1, np.int32), np.full(6, -1, np.int32)
+    *_, got_clips, got_frames, lib_frames = launch(
+        d_reset.point_rows, 3, rows, start, starts, clip_ids, frames, np.zeros(3, np.int64))
+    assert_array_equal(got_clips, [0, -1, 1, -1, 2, -1])
+    assert_array_equal(got_frames, [5, -1, 0, -1, 300, -1])
+    assert_array_equal(lib_frames, [460, 5, 120])
 
 
 def test_the_adaptive_sampler_kernels_are_the_host_kernels():

@@ -1,12 +1,59 @@
 """Reference state initialisation (RSI, docs/task.md section 9) for the device: the twin of
-`gym_motion.kernels.reset.rsi_state`, writing MuJoCo qpos and qvel rows as float64 like its
-twin (MuJoCo Warp's ``Data`` holds float32: the caller casts)."""
+`gym_motion.kernels.reset.rsi_state`, in float64 as the host kernel computes it (the state it
+writes is the physics' starting point, where a rounding difference would grow), and the
+pointing of reset rows at their start frames."""
 
 from __future__ import annotations
 
 import warp as wp
 
-from gym_motion.kernels.device.quat import quat_mul, quat_rotate_inverse, vec4_at
+F64 = wp.float64
+
+
+@wp.func
+def _quat_mul(a: wp.vec4d, b: wp.vec4d) -> wp.vec4d:
+    """Hamilton product a * b of two wxyz quaternions, float64 (the host's operation order)."""
+    return wp.vec4d(
+        a[0] * b[0] - a[1] * b[1] - a[2] * b[2] - a[3] * b[3],
+        a[0] * b[1] + a[1] * b[0] + a[2] * b[3] - a[3] * b[2],
+        a[0] * b[2] - a[1] * b[3] + a[2] * b[0] + a[3] * b[1],
+        a[0] * b[3] + a[1] * b[2] - a[2] * b[1] + a[3] * b[0],
+    )
+
+
+@wp.func
+def _rotate_inverse(q: wp.vec4d, v: wp.vec3d) -> wp.vec3d:
+    """v rotated by the inverse of unit q (q* v q), float64: v + 2 w (u x v) + 2 u x (u x v)
+    with u = -(x, y, z), in the host's operation order."""
+    w, x, y, z = q[0], -q[1], -q[2], -q[3]
+    two = F64(2.0)
+    tx = two * (y * v[2] - z * v[1])
+    ty = two * (z * v[0] - x * v[2])
+    tz = two * (x * v[1] - y * v[0])
+    return wp.vec3d(
+        v[0] + w * tx + (y * tz - z * ty),
+        v[1] + w * ty + (z * tx - x * tz),
+        v[2] + w * tz + (x * ty - y * tx),
+    )
+
+
+@wp.kernel
+def point_rows(
+    rows: wp.array(dtype=int),
+    start: wp.array2d(dtype=wp.int32),
+    starts: wp.array(dtype=int),
+    clip_ids: wp.array(dtype=wp.int32),
+    frames: wp.array(dtype=wp.int32),
+    library_frames: wp.array(dtype=int),
+):
+    """Point row ``rows[m]`` at clip ``start[m, 0]``, frame ``start[m, 1]`` (the host's
+    `CommandManager.draw_starts`), and give its frame's index in the library's arrays,
+    ``library_frames[m] = starts[clip] + frame`` (one thread per reset row)."""
+    m = wp.tid()
+    i = rows[m]
+    clip_ids[i] = start[m, 0]
+    frames[i] = start[m, 1]
+    library_frames[m] = starts[int(start[m, 0])] + int(start[m, 1])
 
 
 @wp.kernel
@@ -19,48 +66,55 @@ def rsi_state(
     ref_joint_vel: wp.array2d(dtype=float),
     root: int,
     frames: wp.array(dtype=int),
-    unit_random: wp.array2d(dtype=float),
-    pose_range: wp.array2d(dtype=float),
-    vel_range: wp.array2d(dtype=float),
-    joint_pos_range: wp.array(dtype=float),
+    unit_random: wp.array2d(dtype=F64),
+    pose_range: wp.array2d(dtype=F64),
+    vel_range: wp.array2d(dtype=F64),
+    joint_pos_range: wp.array(dtype=F64),
     soft_limits: wp.array2d(dtype=float),
     root_qadr: int,
     root_dadr: int,
     joint_qadr: wp.array(dtype=int),
     joint_dadr: wp.array(dtype=int),
-    qpos: wp.array2d(dtype=wp.float64),
-    qvel: wp.array2d(dtype=wp.float64),
+    qpos: wp.array2d(dtype=F64),
+    qvel: wp.array2d(dtype=F64),
 ):
-    """Row m's robot state near reference frame ``frames[m]``: the host kernel's noise model
-    and columns (see there); float32 math, written as float64."""
+    """Row m's robot state near library frame ``frames[m]``: the host kernel's noise model,
+    columns and float64 operations (see there; the library's float32 values widened). Columns
+    not of the robot are left as they are (one thread per reset row)."""
     m = wp.tid()
     f = frames[m]
-    d = wp.vector(dtype=float, length=12)
+    d = wp.vector(dtype=F64, length=12)
     for k in range(6):
         d[k] = pose_range[k, 0] + (pose_range[k, 1] - pose_range[k, 0]) * unit_random[m, k]
         d[6 + k] = vel_range[k, 0] + (vel_range[k, 1] - vel_range[k, 0]) * unit_random[m, 6 + k]
     for k in range(3):
-        qpos[m, root_qadr + k] = wp.float64(body_pos_w[f, root, k] + d[k])
-    yaw = wp.vec4(wp.cos(0.5 * d[5]), 0.0, 0.0, wp.sin(0.5 * d[5]))
-    pitch = wp.vec4(wp.cos(0.5 * d[4]), 0.0, wp.sin(0.5 * d[4]), 0.0)
-    roll = wp.vec4(wp.cos(0.5 * d[3]), wp.sin(0.5 * d[3]), 0.0, 0.0)
-    e = quat_mul(quat_mul(yaw, pitch), roll)  # q(roll, pitch, yaw) = qz qy qx
-    q = quat_mul(e, vec4_at(body_quat_w, f, root))
-    q = q / wp.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+        qpos[m, root_qadr + k] = F64(body_pos_w[f, root, k]) + d[k]
+    half = F64(0.5)
+    zero = F64(0.0)
+    yaw = wp.vec4d(wp.cos(half * d[5]), zero, zero, wp.sin(half * d[5]))
+    pitch = wp.vec4d(wp.cos(half * d[4]), zero, wp.sin(half * d[4]), zero)
+    roll = wp.vec4d(wp.cos(half * d[3]), wp.sin(half * d[3]), zero, zero)
+    e = _quat_mul(_quat_mul(yaw, pitch), roll)  # q(roll, pitch, yaw) = qz qy qx
+    r = wp.vec4d(F64(body_quat_w[f, root, 0]), F64(body_quat_w[f, root, 1]),
+                 F64(body_quat_w[f, root, 2]), F64(body_quat_w[f, root, 3]))  # fmt: skip
+    q = _quat_mul(e, r)
+    norm = wp.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+    q = wp.vec4d(q[0] / norm, q[1] / norm, q[2] / norm, q[3] / norm)
     for k in range(4):
-        qpos[m, root_qadr + 3 + k] = wp.float64(q[k])
+        qpos[m, root_qadr + 3 + k] = q[k]
     for k in range(3):
-        qvel[m, root_dadr + k] = wp.float64(body_lin_vel_w[f, root, k] + d[6 + k])
-    w = wp.vec3(
-        body_ang_vel_w[f, root, 0] + d[9],
-        body_ang_vel_w[f, root, 1] + d[10],
-        body_ang_vel_w[f, root, 2] + d[11],
+        qvel[m, root_dadr + k] = F64(body_lin_vel_w[f, root, k]) + d[6 + k]
+    w = wp.vec3d(
+        F64(body_ang_vel_w[f, root, 0]) + d[9],
+        F64(body_ang_vel_w[f, root, 1]) + d[10],
+        F64(body_ang_vel_w[f, root, 2]) + d[11],
     )
-    w_body = quat_rotate_inverse(q, w)
+    w_body = _rotate_inverse(q, w)
     for k in range(3):
-        qvel[m, root_dadr + 3 + k] = wp.float64(w_body[k])
+        qvel[m, root_dadr + 3 + k] = w_body[k]
     lo, hi = joint_pos_range[0], joint_pos_range[1]
     for j in range(ref_joint_pos.shape[1]):
-        a = ref_joint_pos[f, j] + lo + (hi - lo) * unit_random[m, 12 + j]
-        qpos[m, joint_qadr[j]] = wp.float64(wp.min(wp.max(a, soft_limits[j, 0]), soft_limits[j, 1]))
-        qvel[m, joint_dadr[j]] = wp.float64(ref_joint_vel[f, j])
+        a = F64(ref_joint_pos[f, j]) + lo + (hi - lo) * unit_random[m, 12 + j]
+        lower, upper = F64(soft_limits[j, 0]), F64(soft_limits[j, 1])
+        qpos[m, joint_qadr[j]] = wp.min(wp.max(a, lower), upper)
+        qvel[m, joint_dadr[j]] = F64(ref_joint_vel[f, j])
