@@ -582,6 +582,7 @@ class MjWarpBackend:
                                      blocker is None, f"MuJoCo Warp on {self.device}",
                                      MjWarpFallbackWarning)  # fmt: skip
         self._staged = False  # host->device copies from the staging buffers may be in flight
+        self._refresh_staged = False  # the same for the refresh's row ids
 
         self.num_envs = n = int(num_envs)
         self.decimation = int(decimation)
@@ -755,7 +756,9 @@ class MjWarpBackend:
         """Bring the device body state (`device_body_state`) of the rows written since the last
         step or refresh up to date (forward kinematics, their gather); nothing to do when no
         row was written. Nothing is copied to the host after a step, until
-        `copy_body_state_w` (when the host copy is current, the M rows are, as there)."""
+        `copy_body_state_w` (when the host copy is current, the M rows are, as there, and
+        waited for); otherwise the work is queued on `stream` and not waited for: later work on
+        that stream (a device MDP's) reads it in order."""
         self._check_open()
         self._refresh()
 
@@ -917,7 +920,7 @@ class MjWarpBackend:
     def _check_device_rows(self, arr: Any, size: int, name: str) -> None:
         """`write_state`'s check of a Warp array of rows: this device, float32 or float64,
         contiguous, at least `size` values."""
-        if not isinstance(arr, wp.array) or str(arr.device) != str(wp.get_device(self.device)):
+        if not isinstance(arr, wp.array) or arr.device.alias != self.device:
             where = getattr(arr, "device", type(arr).__name__)
             raise ValueError(f"write_state: {name} must be a Warp array on {self.device} when "
                              f"the other is, got one on {where}")  # fmt: skip
@@ -941,7 +944,7 @@ class MjWarpBackend:
         """Wait for the work queued on the backend's stream (CPU device: runs synchronously)."""
         if self._stream is not None:
             wp.synchronize_stream(self._stream)
-        self._staged = False
+        self._staged = self._refresh_staged = False
 
     def _stage(self, ids: np.ndarray, *arrays: tuple[wp.array, wp.array, np.ndarray]) -> None:
         """Copy ids (M,) to `_ids_dev` and each (host staging, device, values (M, ...)) to its
@@ -1030,21 +1033,24 @@ class MjWarpBackend:
     def _refresh(self) -> None:
         """Bring the state of the written rows up to date: upload their ids, run the "refresh"
         sequence (which scatters them into the device's state buffer) and, when the host copy
-        is otherwise current, copy those M rows back into it. `nonfinite` and
-        `self_contact_substeps` keep the values of the last step."""
+        is otherwise current, copy those M rows back into it (the only case that waits for the
+        stream). `nonfinite` and `self_contact_substeps` keep the values of the last step."""
         rows = np.flatnonzero(self._written)
         m = rows.size
         if m == 0:
             return
+        if self._refresh_staged:  # an earlier refresh's copies may still read its staging
+            self._sync()
         self._written_host.numpy()[:m] = rows
         self._written_count_host.numpy()[0] = m
         with self._scope():
             self._to_device(self._written_dev, self._written_host, count=m)
             self._to_device(self._written_count_dev, self._written_count_host)
             self._graphs.run("refresh", self._refresh_sequence)
+            self._refresh_staged = True
             if not self._host_stale:
                 self._to_host(self._rows_host, self._rows_dev, count=m * self._stride)
-            self._sync()
+                self._sync()  # the host copy: nothing to wait for when only the device reads
         if not self._host_stale:
             self._state_np[rows] = self._rows_np[:m]
         self._written[:] = False

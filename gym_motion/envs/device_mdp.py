@@ -5,11 +5,12 @@ What runs on the device each control step: the actions (joint position targets, 
 history), the motion command (advance, gather, re-anchor), the termination terms and their
 OR, the reward terms and their weighing, the end of the step (flags, masked reward, episode
 length), the tracking errors, the episode sums, and every observation group (terms, noise
-drawn on the device, clip, scale). The host keeps what it owns in this version and mirrors it
-(docs/backends.md, "The MDP on the GPU"): resets (RSI and the adaptive sampler on the host's
-random stream), events, and the Gymnasium API's NumPy results. Without observation noise a
-run gives the host MDP's values to float32 rounding (``tests/envs/test_device_mdp.py``); with
-it, the noise is the device's own.
+drawn on the device, clip, scale); and at a reset, the rows' state (RSI, from the host's
+draws). The host keeps what it owns and mirrors it (docs/backends.md, "The MDP on the GPU"):
+the random draws of resets and the adaptive sampler (on the env's stream), events, and the
+Gymnasium API's NumPy results. Without observation noise a run gives the host MDP's values to
+float32 rounding, and its reset states bit for bit (``tests/envs/test_device_mdp.py``); with
+noise, the noise is the device's own.
 
 A term runs on the device when it is one of the package's built-in terms (`DEVICE_TERMS`);
 a task with a term of its own is refused when the env is built.

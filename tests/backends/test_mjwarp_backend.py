@@ -532,6 +532,27 @@ def test_the_backend_never_waits_for_the_whole_device(model, backend, monkeypatc
     assert backend.phase_times["physics"] > 0.0
 
 
+def test_a_refresh_read_only_on_the_device_is_not_waited_for(model, backend, monkeypatch):
+    """`sync_device_state` after row writes queues the refresh on the stream and returns
+    (a device MDP reads it there, in order); the host waits only to copy rows down, and
+    before staging buffers an earlier copy may still read are written again."""
+    waits = []
+    sync = backend._sync
+    monkeypatch.setattr(backend, "_sync", lambda: waits.append(1) or sync())
+    qpos, qvel = reset_states(model, np.random.default_rng(13))
+    backend.step(np.tile(g1.DEFAULT_JOINT_POS, (N, 1)).astype(np.float32))  # host copy stale
+    waits.clear()
+    backend.write_state(np.array([1]), qpos[[0]], qvel[[0]])
+    backend.sync_device_state()
+    assert waits == [] and backend._refresh_staged
+    backend.write_state(np.array([2]), qpos[[1]], qvel[[1]])  # its staging: waited for first
+    assert waits == [1]
+    backend.sync_device_state()
+    assert waits == [1]
+    read(backend)  # the whole state down: waited for
+    assert waits == [1, 1]
+
+
 # --------------------------------------------------------------------- settings and overflows
 
 
