@@ -441,6 +441,11 @@ def _scatter_state(
         act[w, k] = 0.0
 
 
+for _dtype in (wp.float32, wp.float64):  # the rows' dtypes, declared once (no rebuild later)
+    wp.overload(_scatter_state, {"qpos_in": wp.array(dtype=_dtype),
+                                 "qvel_in": wp.array(dtype=_dtype)})  # fmt: skip
+
+
 @wp.kernel
 def _add_root_velocity(
     ids: wp.array(dtype=int),
@@ -749,7 +754,8 @@ class MjWarpBackend:
         """The body state on the device, as views of the buffer every step gathers into
         (`DeviceBodyState`); current after `step` and, for rows written since
         (`write_state`, `add_root_velocity`), after `sync_device_state` or
-        `copy_body_state_w`. For a device MDP that reads the state where it is."""
+        `copy_body_state_w`, for work queued on `stream` (another stream, a learner's, waits
+        for `stream` first). For a device MDP that reads the state where it is."""
         return DeviceBodyState.of_rows(self._state_dev, self._nb, self._nj)
 
     def sync_device_state(self) -> None:

@@ -9,7 +9,8 @@ drawn on the device, clip, scale); and at a reset, the rows' state (RSI, from th
 draws). The host keeps what it owns and mirrors it (docs/backends.md, "The MDP on the GPU"):
 the random draws of resets and the adaptive sampler (on the env's stream), events, and the
 Gymnasium API's NumPy results. Without observation noise a run gives the host MDP's values to
-float32 rounding, and its reset states bit for bit (``tests/envs/test_device_mdp.py``); with
+float32 rounding, and its reset states bit for bit on Warp's CPU device
+(``tests/envs/test_device_mdp.py``); with
 noise, the noise is the device's own.
 
 A term runs on the device when it is one of the package's built-in terms (`DEVICE_TERMS`);
@@ -359,6 +360,7 @@ class DeviceMDP:
         self.clip_ids, self.frames, self.clip_end = a["clip_ids"], a["frames"], a["clip_end"]
         self._all = self.ids(np.arange(n))
         self._rows = wp.zeros(n, dtype=int, device=device)  # rows of a refresh or reset
+        self._staged_ids = np.zeros(0, np.int32)  # what `self._rows` holds
         self._advance = self._reference_step(True, self._all)
         self._refresh_all = self._reference_step(False, self._all)
         self._refresh_rows = self._reference_step(False, self._rows)  # dim set to M per use
@@ -500,7 +502,7 @@ class DeviceMDP:
                             for r in command.rsi_ranges]  # fmt: skip
         self._rsi_ranges_of: tuple[Any, ...] = (None,) * 3  # the host arrays last uploaded
         self._point_rows = _bound(self, k_reset.point_rows, self._rows, self._start_in,
-                                  self._starts, self.clip_ids, self.frames,
+                                  self._starts, self.clip_ids, self.frames, self.clip_end,
                                   self._library_frames)  # fmt: skip
         self._rsi = _bound(
             self, k_reset.rsi_state, *self._lib, command.library_root, self._library_frames,
@@ -899,10 +901,14 @@ class DeviceMDP:
         self._copies.download([(self.buffers[g], host[g]) for g in groups])
 
     def _stage_rows(self, ids: np.ndarray) -> int:
-        """Row ids (M,) into ``self._rows``; returns M."""
-        m = int(np.size(ids))
-        if m:
-            self._copies.upload_rows(self._rows, np.asarray(ids, np.int32).reshape(-1))
+        """Row ids (M,) into ``self._rows``, unless they are there already (a step's ended
+        rows are usually its restarted, re-initialised and refreshed rows: one copy, and no
+        wait for the copy before it to free the staging buffer); returns M."""
+        rows = np.asarray(ids, np.int32).reshape(-1)
+        m = rows.size
+        if m and not np.array_equal(rows, self._staged_ids):
+            self._copies.upload_rows(self._rows, rows)
+            self._staged_ids = rows.copy()
         return m
 
     @_on_stream

@@ -463,3 +463,27 @@ def test_a_time_limit_changed_mid_run_reaches_the_replayed_step():
         truncated_any |= bool(trunc_h.any())
     assert truncated_any
     assert "step" in envs[1]._device_mdp.graphs.capture_s  # the step ran as a graph
+
+
+def test_a_steps_ended_rows_are_staged_on_the_device_once():
+    """SAME_STEP without events: the rows that end are the rows whose sums come down, whose
+    episodes restart, which RSI writes and whose reference is refreshed; their ids go up once
+    (each further staging would wait for the copy before it)."""
+    task = dataclasses.replace(_quiet(TrackingEnvCfg()), events={})
+    env = TrackingVecEnv(6, cfg=_on_device(task), seed=1, autoreset_mode="same_step")
+    env.reset()
+    env.max_episode_steps = 3  # every row ends at its third step
+    mdp = env._device_mdp
+    mdp._staged_ids = np.zeros(0, np.int32)  # forget the reset's rows (all six, as these)
+    staged = []
+    upload_rows = mdp._copies.upload_rows
+    mdp._copies.upload_rows = lambda dev, rows: (
+        staged.append(rows.copy()) if dev is mdp._rows else None,
+        upload_rows(dev, rows),
+    )
+    actions = np.zeros((6, 29), np.float32)
+    for step in range(3):
+        *_, truncated, _ = env.step(actions)
+        assert truncated.all() == (step == 2)
+    assert len(staged) == 1
+    assert_array_equal(staged[0], np.arange(6))

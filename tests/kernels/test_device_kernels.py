@@ -414,11 +414,13 @@ def test_point_rows_points_reset_rows_at_their_starts():
     rows = np.array([4, 0, 2])
     start = np.array([[2, 300], [0, 5], [1, 0]], np.int32)
     clip_ids, frames = np.full(6, -1, np.int32), np.full(6, -1, np.int32)
-    *_, got_clips, got_frames, lib_frames = launch(
-        d_reset.point_rows, 3, rows, start, starts, clip_ids, frames, np.zeros(3, np.int64)
-    )
+    *_, got_clips, got_frames, clip_end, lib_frames = launch(
+        d_reset.point_rows, 3, rows, start, starts, clip_ids, frames, np.ones(6, bool),
+        np.zeros(3, np.int64),
+    )  # fmt: skip
     assert_array_equal(got_clips, [0, -1, 1, -1, 2, -1])
     assert_array_equal(got_frames, [5, -1, 0, -1, 300, -1])
+    assert_array_equal(clip_end, [False, True, False, True, False, True])
     assert_array_equal(lib_frames, [460, 5, 120])
 
 

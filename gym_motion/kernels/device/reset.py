@@ -8,6 +8,8 @@ from __future__ import annotations
 import warp as wp
 
 F64 = wp.float64
+# no fused multiply-adds on CUDA (its default): the host's float64 operations, one rounding each
+wp.set_module_options({"fuse_fp": False})
 
 
 @wp.func
@@ -44,15 +46,18 @@ def point_rows(
     starts: wp.array(dtype=int),
     clip_ids: wp.array(dtype=wp.int32),
     frames: wp.array(dtype=wp.int32),
+    clip_end: wp.array(dtype=wp.bool),
     library_frames: wp.array(dtype=int),
 ):
-    """Point row ``rows[m]`` at clip ``start[m, 0]``, frame ``start[m, 1]`` (the host's
-    `CommandManager.draw_starts`), and give its frame's index in the library's arrays,
-    ``library_frames[m] = starts[clip] + frame`` (one thread per reset row)."""
+    """Point row ``rows[m]`` at clip ``start[m, 0]``, frame ``start[m, 1]``, its clip end
+    cleared (the host's `CommandManager.set_frames`), and give its frame's index in the
+    library's arrays, ``library_frames[m] = starts[clip] + frame`` (one thread per reset
+    row)."""
     m = wp.tid()
     i = rows[m]
     clip_ids[i] = start[m, 0]
     frames[i] = start[m, 1]
+    clip_end[i] = False
     library_frames[m] = starts[int(start[m, 0])] + int(start[m, 1])
 
 
