@@ -12,7 +12,8 @@ Measures, on one device, and prints as it goes (and writes ``<out>/gpu_check.jso
 3. reproducibility at the largest N: two backends fed the same states and targets for 20 steps,
    bit-equal or not, with ``deterministic`` off and on, and the steps/s of each; then the
    device MDP against the host MDP at the smallest N for 100 steps (`mdp_parity`: the first
-   step whose flags differ, if any, the largest observation and reward differences before it);
+   step whose flags differ, if any, the largest observation and reward differences before it,
+   and the reset states' difference, RSI being on the device);
 4. throughput at each N: ``benchmarks/bench_mjwarp.py`` (backend phases, physics-only limit)
    and ``gym-motion bench --backend mjwarp`` (the whole env), each in its own process;
 5. the env against bare MuJoCo Warp at each N, from that bench, once with the MDP on the host
@@ -165,7 +166,8 @@ def mdp_parity(n: int, device: str, steps: int) -> dict:
     a Warp array there, `step_on_device`, `device_arrays`). Reports the first step whose
     flags (terminated, truncated) differ (None: none did; a flag near a threshold may flip
     from float32 rounding, and the runs then part), and the largest differences of
-    observations and rewards before it, and of the robot state read back at the end."""
+    observations and rewards before it, of the robot state after the first reset (RSI on
+    the device) and of the robot state read back at the end."""
     import dataclasses
 
     import warp as wp
@@ -185,6 +187,11 @@ def mdp_parity(n: int, device: str, steps: int) -> dict:
     rng = np.random.default_rng(1)
     r: dict = {"num_envs": n, "steps": steps, "first_flag_mismatch_step": None, "ended": 0,
                "max_obs_diff": 0.0, "max_reward_diff": 0.0}  # fmt: skip
+    # the reset's states, RSI computed on the device from the host's draws (0 on Warp's CPU)
+    r["max_reset_state_diff"] = max(
+        float(np.abs(getattr(dev.state.robot, f) - getattr(host.state.robot, f)).max())
+        for f in ("pos_w", "quat_w", "lin_vel_w", "ang_vel_w", "joint_pos", "joint_vel")
+    )
     for k in range(1, steps + 1):
         actions = rng.normal(0.0, 1.0, (n, 29)).astype(np.float32)
         obs, reward, term, trunc, _ = host.step(actions)

@@ -30,6 +30,7 @@ def test_the_gpu_check_runs_dry_on_the_cpu(tmp_path):
     assert parity["first_flag_mismatch_step"] is None and parity["ended"] > 0
     assert parity["max_obs_diff"] < 1e-3 and parity["max_reward_diff"] < 1e-3
     assert parity["max_robot_pos_diff_m"] < 1e-4
+    assert parity["max_reset_state_diff"] == 0.0  # RSI on the device: the host's draws and math
     for mdp in ("host", "device"):  # the whole env, through `gym-motion bench --mdp`
         rows = result[f"env_against_bare_physics_{mdp}_mdp"]
         assert sorted(rows) == ["4", "8"]
