@@ -13,8 +13,9 @@ float32 rounding, and its reset states bit for bit on Warp's CPU device
 (``tests/envs/test_device_mdp.py``); with
 noise, the noise is the device's own.
 
-A term runs on the device when it is one of the package's built-in terms (`DEVICE_TERMS`);
-a task with a term of its own is refused when the env is built.
+A term runs on the device when it is one of the package's built-in terms
+(`gym_motion.envs.device_terms.DEVICE_TERMS`); a task with a term of its own is refused when
+the env is built.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import warp as wp
 from gym_motion.backends.device_state import DeviceBodyState
 from gym_motion.backends.graphs import GraphLauncher
 from gym_motion.envs.device_copies import Block, Copies
+from gym_motion.envs.device_terms import MIRRORED_EVENTS, Launch, binder, bound, launch
 from gym_motion.kernels.device import actions as k_actions
 from gym_motion.kernels.device import command as k_command
 from gym_motion.kernels.device import episode as k_episode
@@ -39,10 +41,6 @@ from gym_motion.kernels.device import reset as k_reset
 from gym_motion.kernels.device import rewards as k_rewards
 from gym_motion.kernels.device import terminations as k_term
 from gym_motion.kernels.metrics import TRACKING_ERRORS
-from gym_motion.managers import events as event_terms
-from gym_motion.managers import observation as obs_terms
-from gym_motion.managers import reward as reward_terms
-from gym_motion.managers import termination as term_terms
 from gym_motion.managers.action import ActionManager
 from gym_motion.managers.command import CommandManager
 from gym_motion.managers.observation import NoiseColumns, ObservationManager, ObsTermCfg
@@ -50,160 +48,13 @@ from gym_motion.managers.reward import RewardManager, RewardTermCfg
 from gym_motion.managers.state import MDPState
 from gym_motion.managers.termination import TerminationManager, TerminationTermCfg
 
-__all__ = ["DEVICE_TERMS", "DeviceMDP"]
+__all__ = ["DeviceMDP"]
 
-Launch = Callable[[], None]
 # DLPack's device types (DLDeviceType): host memory, a CUDA device's, CUDA managed memory
 _DLPACK_CPU, _DLPACK_CUDA, _DLPACK_CUDA_MANAGED = 1, 2, 13
 # the library's per-frame arrays that `reference_step` reads, in its argument order
 _LIBRARY_ARRAYS = ("body_pos_w", "body_quat_w", "body_lin_vel_w", "body_ang_vel_w", "joint_pos",
                    "joint_vel")  # fmt: skip
-
-
-# ---------------------------------------------------------------------------------- the terms
-# A device binder takes (mdp, out, **params) and returns its kernel launch, bound once; `out`
-# is an (N,) row of the reward or termination outputs, or for an observation term the group
-# buffer (N, D) and ``col``, its first column.
-
-
-def _bound(mdp: DeviceMDP, kernel: Any, *args: Any, dim: Any = None) -> wp.Launch:
-    """`kernel`'s launch over `dim` (default N) threads with `args`, bound once (replayed
-    without packing its arguments again; ``set_dim`` and ``set_param_by_name`` change it)."""
-    return wp.launch(kernel, dim=mdp.num_envs if dim is None else dim, inputs=list(args),
-                     device=mdp.device, record_cmd=True)  # fmt: skip
-
-
-def _launch(mdp: DeviceMDP, kernel: Any, *args: Any) -> Launch:
-    return _bound(mdp, kernel, *args).launch
-
-
-def _anchor(arr: wp.array, a: int) -> wp.array:
-    return arr[:, a]
-
-
-def _reward_binders() -> dict[Callable, Callable[..., Launch]]:
-    r = reward_terms
-
-    def body_exp(ref_of: Callable, robot_of: Callable) -> Callable[..., Launch]:
-        def bind(d: DeviceMDP, out: wp.array, std: float, body_ids: np.ndarray) -> Launch:
-            return _launch(d, k_rewards.body_pos_exp, ref_of(d), robot_of(d), d.ids(body_ids),
-                           float(std), out)  # fmt: skip
-
-        return bind
-
-    def body_ori(d: DeviceMDP, out: wp.array, std: float, body_ids: np.ndarray) -> Launch:
-        return _launch(d, k_rewards.body_ori_exp, d.ref_rel_quat_w, d.robot.quat_w,
-                       d.ids(body_ids), float(std), out)  # fmt: skip
-
-    return {
-        r.anchor_pos: lambda d, out, std: _launch(
-            d, k_rewards.anchor_pos_exp, _anchor(d.ref.pos_w, d.anchor),
-            _anchor(d.robot.pos_w, d.anchor), float(std), out),
-        r.anchor_ori: lambda d, out, std: _launch(
-            d, k_rewards.anchor_ori_exp, _anchor(d.ref.quat_w, d.anchor),
-            _anchor(d.robot.quat_w, d.anchor), float(std), out),
-        r.body_pos: body_exp(lambda d: d.ref_rel_pos_w, lambda d: d.robot.pos_w),
-        r.body_ori: body_ori,
-        r.body_lin_vel: body_exp(lambda d: d.ref.lin_vel_w, lambda d: d.robot.lin_vel_w),
-        r.body_ang_vel: body_exp(lambda d: d.ref.ang_vel_w, lambda d: d.robot.ang_vel_w),
-        r.action_rate: lambda d, out: _launch(
-            d, k_rewards.action_rate_l2, d.action, d.last_action, out),
-        r.joint_limit: lambda d, out: _launch(
-            d, k_rewards.joint_limit_violation, d.robot.joint_pos, d.soft_joint_limits, out),
-        r.self_collision: lambda d, out: _launch(
-            d, k_rewards.count_as_value, d.self_contact_substeps, out),
-    }  # fmt: skip
-
-
-def _termination_binders() -> dict[Callable, Callable[..., Launch]]:
-    t = term_terms
-
-    def anchor_horizontal(d: DeviceMDP, out: wp.array, threshold: float,
-                          grace_steps: int = 0) -> Launch:  # fmt: skip
-        if not (isinstance(grace_steps, int | np.integer) and grace_steps >= 0):
-            raise ValueError(f"anchor_horizontal: grace_steps must be an integer >= 0, got "
-                             f"{grace_steps!r}")  # fmt: skip
-        return _launch(d, k_term.horizontal_error_exceeds, d.ref.pos_w, d.robot.pos_w,
-                       d.ids([d.anchor]), float(threshold), d.steps_since_perturbation,
-                       int(grace_steps), out)  # fmt: skip
-
-    return {
-        t.anchor_height: lambda d, out, threshold: _launch(
-            d, k_term.height_error_exceeds, d.ref.pos_w, d.robot.pos_w, d.ids([d.anchor]),
-            float(threshold), out),
-        t.anchor_horizontal: anchor_horizontal,
-        t.anchor_gravity: lambda d, out, threshold: _launch(
-            d, k_term.gravity_z_error_exceeds, _anchor(d.ref.quat_w, d.anchor),
-            _anchor(d.robot.quat_w, d.anchor), float(threshold), out),
-        t.body_height: lambda d, out, threshold, body_ids: _launch(
-            d, k_term.height_error_exceeds, d.ref_rel_pos_w, d.robot.pos_w, d.ids(body_ids),
-            float(threshold), out),
-    }  # fmt: skip
-
-
-def _observation_binders() -> dict[Callable, Callable[..., Launch]]:
-    o = obs_terms
-
-    def anchor_row(arr: wp.array, a: int) -> wp.array:
-        return arr[:, a : a + 1]
-
-    return {
-        o.command: lambda d, out, col: _launch(
-            d, k_obs.reference_joints, d.ref.joint_pos, d.ref.joint_vel, out, col),
-        o.anchor_pos_b: lambda d, out, col: _launch(
-            d, k_obs.pos_in_frame, _anchor(d.robot.pos_w, d.anchor),
-            _anchor(d.robot.quat_w, d.anchor), anchor_row(d.ref.pos_w, d.anchor), out, col),
-        o.anchor_ori_b: lambda d, out, col: _launch(
-            d, k_obs.ori_in_frame_6d, _anchor(d.robot.quat_w, d.anchor),
-            anchor_row(d.ref.quat_w, d.anchor), out, col),
-        o.anchor_vel_b: lambda d, out, col: _launch(
-            d, k_obs.twist_in_frame, _anchor(d.robot.quat_w, d.anchor),
-            _anchor(d.ref.lin_vel_w, d.anchor), _anchor(d.ref.ang_vel_w, d.anchor), out, col),
-        o.base_lin_vel: lambda d, out, col: _launch(
-            d, k_obs.vec_in_frame, _anchor(d.robot.quat_w, d.root),
-            anchor_row(d.robot.lin_vel_w, d.root), out, col),
-        o.base_ang_vel: lambda d, out, col: _launch(
-            d, k_obs.vec_in_frame, _anchor(d.robot.quat_w, d.root),
-            anchor_row(d.robot.ang_vel_w, d.root), out, col),
-        o.joint_pos: lambda d, out, col: _launch(
-            d, k_obs.joint_offsets, d.robot.joint_pos, d.default_joint_pos, d.encoder_bias,
-            out, col),
-        o.joint_vel: lambda d, out, col: _launch(
-            d, k_obs.copy_columns, d.robot.joint_vel, out, col),
-        o.last_action: lambda d, out, col: _launch(
-            d, k_obs.copy_columns, d.action_obs, out, col),
-        o.body_pos_b: lambda d, out, col: _launch(
-            d, k_obs.pos_in_frame, _anchor(d.robot.pos_w, d.anchor),
-            _anchor(d.robot.quat_w, d.anchor), d.robot.pos_w, out, col),
-        o.body_ori_b: lambda d, out, col: _launch(
-            d, k_obs.ori_in_frame_6d, _anchor(d.robot.quat_w, d.anchor), d.robot.quat_w, out,
-            col),
-    }  # fmt: skip
-
-
-DEVICE_TERMS: dict[str, dict[Callable, Callable[..., Launch]]] = {
-    "reward": _reward_binders(),
-    "termination": _termination_binders(),
-    "observation": _observation_binders(),
-}
-"""The built-in terms that run on the device, per kind: host term function -> device binder."""
-
-MIRRORED_EVENTS = frozenset({event_terms.body_com_offset, event_terms.foot_friction,
-                             event_terms.encoder_bias, event_terms.push_root})  # fmt: skip
-"""The built-in event terms, which run on the host beside the device MDP: they read nothing it
-owns, and write the model (friction, mass), the backend's state (pushes) or the encoder bias,
-each of which reaches the device. An event of its own could read a stale host copy."""
-
-
-def _binder(kind: str, name: str, func: Callable) -> Callable[..., Launch]:
-    binder = DEVICE_TERMS[kind].get(func)
-    if binder is None:
-        raise ValueError(
-            f"{kind} term {name!r} ({getattr(func, '__qualname__', func)!r}) has no device "
-            f"kernel: the device MDP runs the package's built-in terms only; use "
-            f"BackendCfg(mdp='host') for a task with terms of its own"
-        )
-    return binder
 
 
 def _body_pairs(dev: DeviceBodyState, host: Any) -> list[tuple[wp.array, np.ndarray]]:
@@ -389,42 +240,42 @@ class DeviceMDP:
         self._flags_out = {k: a["clip_end_out" if k == "clip_end" else k] for k in (
             "terminated", "truncated", "clip_end", "done", "teleport")}  # fmt: skip
         self.reward, self._counts = a["reward"], a["counts"]
-        self._count_bad = _bound(self, k_actions.count_bad_actions, self._scale, self._offset,
-                                 self.encoder_bias, self._actions_in, self._bad)  # fmt: skip
-        self._joint_targets = _bound(
+        self._count_bad = bound(self, k_actions.count_bad_actions, self._scale, self._offset,
+                                self.encoder_bias, self._actions_in, self._bad)  # fmt: skip
+        self._joint_targets = bound(
             self, k_actions.joint_targets, self._scale, self._offset, self.default_joint_pos,
             self.encoder_bias, self.action, self.last_action, self.action_obs, self.targets,
             self._actions_in, self._flags_in["held"])  # fmt: skip
         self._terms = [
             *(self._bind("termination", name, c, self.fired[k])
               for k, (name, c) in enumerate(cfg.terminations.items())),
-            _launch(self, k_term.any_fired, self.fired, self.active, self.any_term),
+            launch(self, k_term.any_fired, self.fired, self.active, self.any_term),
             *(self._bind("reward", name, c, self._raw[k])
               for k, (name, c) in enumerate(cfg.rewards.items())),
-            _launch(self, k_rewards.weigh_terms, self._raw, self._weights, float(dt),
-                    self.weighted, self.term_reward),
+            launch(self, k_rewards.weigh_terms, self._raw, self._weights, float(dt),
+                   self.weighted, self.term_reward),
         ]  # fmt: skip
         self._dt = float(dt)
         f = self._flags_out
-        self._end_step = _bound(
+        self._end_step = bound(
             self, k_episode.end_step, self.any_term, self._flags_in["nonfinite"],
             self.term_reward, self.clip_end, self._flags_in["held"], self.episode_length,
             self._time_limit_offset, self._in_step.arrays["max_episode_steps"], f["terminated"],
             f["truncated"], self.reward, f["clip_end"], f["done"], f["teleport"],
             self._counts)  # fmt: skip
-        self._errors = _launch(
+        self._errors = launch(
             self, k_metrics.tracking_errors, self.ref.pos_w, self.ref.quat_w,
             self.ref_rel_pos_w, self.ref_rel_quat_w, self.robot.pos_w, self.robot.quat_w,
             self.anchor, self.root, self.ref.joint_pos, self.ref.joint_vel,
             self.robot.joint_pos, self.robot.joint_vel, self.errors, self._error_sums,
         )  # fmt: skip
-        self._sums = _launch(self, k_rewards.add_episode_sums, self.weighted, float(dt),
-                             self._term_sums, self._return, self.reward, self._columns)  # fmt: skip
+        self._sums = launch(self, k_rewards.add_episode_sums, self.weighted, float(dt),
+                            self._term_sums, self._return, self.reward, self._columns)  # fmt: skip
         # per reset: rows self._rows[:M] (dims set to M per use)
-        self._gather_sums = _bound(self, k_episode.gather_episode_rows, self._rows,
-                                   self._term_sums, self._return, self._error_sums,
-                                   self._ended_sums)  # fmt: skip
-        self._clear_rows = _bound(
+        self._gather_sums = bound(self, k_episode.gather_episode_rows, self._rows,
+                                  self._term_sums, self._return, self._error_sums,
+                                  self._ended_sums)  # fmt: skip
+        self._clear_rows = bound(
             self, k_episode.clear_episode_rows, self._rows, self._term_sums, self._return,
             self._error_sums, self.episode_length, self.action, self.last_action,
             self.action_obs)  # fmt: skip
@@ -455,7 +306,7 @@ class DeviceMDP:
         self, kind: str, name: str, cfg: RewardTermCfg | TerminationTermCfg, out: wp.array
     ) -> Launch:
         params = self._host.resolve_term_params(cfg.params)
-        return _binder(kind, name, cfg.func)(self, out, **params)
+        return binder(kind, name, cfg.func)(self, out, **params)
 
     def _bind_group(self, group: str, terms: dict[str, ObsTermCfg], noise: bool) -> None:
         n = self.num_envs
@@ -464,14 +315,14 @@ class DeviceMDP:
         launches, post, noisy = [], [], []
         start = 0
         for name, t in terms.items():
-            binder = _binder("observation", f"{group}/{name}", t.func)
-            launches.append(binder(self, buf, start))
+            bind = binder("observation", f"{group}/{name}", t.func)
+            launches.append(bind(self, buf, start))
             sl = slice(start, start + t.dim)
             if noise and t.noise:
                 noisy.append((sl, t.noise))
             if t.clip is not None or t.scale is not None:
                 low, high = t.clip if t.clip is not None else (0.0, 0.0)
-                post.append(_launch(
+                post.append(launch(
                     self, k_obs.clip_scale, buf, sl.start, sl.stop, float(low), float(high),
                     t.clip is not None, float(t.scale or 1.0), t.scale is not None))  # fmt: skip
             start += t.dim
@@ -481,9 +332,9 @@ class DeviceMDP:
             scale: wp.array = wp.array(c.scale, dtype=float, device=self.device)
             self._keep.append(scale)
             k = self._seed_of[group]
-            self._noise[group] = _bound(self, k_obs.add_drawn_uniform_noise, buf,
-                                        self._seeds[k : k + 1], self.ids(c.column),
-                                        scale)  # fmt: skip
+            self._noise[group] = bound(self, k_obs.add_drawn_uniform_noise, buf,
+                                       self._seeds[k : k + 1], self.ids(c.column),
+                                       scale)  # fmt: skip
         self._group_terms[group] = launches
         self._post_terms[group] = post
 
@@ -501,10 +352,10 @@ class DeviceMDP:
         self._rsi_ranges = [wp.zeros(r.shape, dtype=wp.float64, device=dev)
                             for r in command.rsi_ranges]  # fmt: skip
         self._rsi_ranges_of: tuple[Any, ...] = (None,) * 3  # the host arrays last uploaded
-        self._point_rows = _bound(self, k_reset.point_rows, self._rows, self._start_in,
-                                  self._starts, self.clip_ids, self.frames, self.clip_end,
-                                  self._library_frames)  # fmt: skip
-        self._rsi = _bound(
+        self._point_rows = bound(self, k_reset.point_rows, self._rows, self._start_in,
+                                 self._starts, self.clip_ids, self.frames, self.clip_end,
+                                 self._library_frames)  # fmt: skip
+        self._rsi = bound(
             self, k_reset.rsi_state, *self._lib, command.library_root, self._library_frames,
             self._unit_in, *self._rsi_ranges, self.soft_joint_limits, lay.root_qpos_adr,
             lay.root_dof_adr, self.ids(lay.qpos_adr), self.ids(lay.dof_adr), self._rsi_qpos,
@@ -517,8 +368,8 @@ class DeviceMDP:
             dim=self.num_envs,
             inputs=[
                 self._starts, self._lengths, self.clip_ids, self.frames, advance, self.clip_end,
-                *lib, self._body_ids, self.anchor, _anchor(self.robot.pos_w, self.anchor),
-                _anchor(self.robot.quat_w, self.anchor), env_ids,
+                *lib, self._body_ids, self.anchor, self.robot.pos_w[:, self.anchor],
+                self.robot.quat_w[:, self.anchor], env_ids,
                 self.ref.pos_w, self.ref.quat_w, self.ref.lin_vel_w, self.ref.ang_vel_w,
                 self.ref.joint_pos, self.ref.joint_vel, self.ref_rel_pos_w, self.ref_rel_quat_w,
             ],
@@ -571,12 +422,12 @@ class DeviceMDP:
             n = self.num_envs
             if dev.dtype == wp.int32:
                 stage = wp.empty(n, dtype=wp.int32, device=self.device)
-                scatter = _bound(self, k_episode.scatter_row_counts, self._rows, stage, dev)
+                scatter = bound(self, k_episode.scatter_row_counts, self._rows, stage, dev)
             else:
                 flat = dev.reshape((n, -1))
                 stage = wp.empty(flat.shape, dtype=dev.dtype, device=self.device)
-                scatter = _bound(self, k_episode.scatter_rows, self._rows, stage, flat,
-                                 dim=flat.shape)  # fmt: skip
+                scatter = bound(self, k_episode.scatter_rows, self._rows, stage, flat,
+                                dim=flat.shape)  # fmt: skip
             made = self._row_stages[id(dev)] = (stage, scatter)
         return made
 
@@ -748,8 +599,8 @@ class DeviceMDP:
         """The step's launches between its uploads and its downloads (one graph replayed)."""
         self._counts.zero_()
         self._advance.launch()
-        for launch in self._terms:
-            launch()
+        for run in self._terms:
+            run()
         self._end_step.launch()
         self._errors()
         self._sums()
@@ -811,9 +662,9 @@ class DeviceMDP:
             self._stage_rows(ids)
             self._copies.upload_rows(self._start_in, np.stack([clip_ids, frames], axis=1))
             self._copies.upload_rows(self._unit_in, unit)
-            for launch in (self._point_rows, self._rsi):
-                launch.set_dim(m)
-                launch.launch()
+            for bound_launch in (self._point_rows, self._rsi):
+                bound_launch.set_dim(m)
+                bound_launch.launch()
         if self.reads_robot_in_place:
             return self._rsi_qpos, self._rsi_qvel
         qpos = self._copies.download_rows(self._rsi_qpos, m).copy()
@@ -851,13 +702,13 @@ class DeviceMDP:
     def _group_sequence(self, groups: tuple[str, ...]) -> None:
         """The launches of observation groups `groups` (one graph per set of groups)."""
         for group in groups:
-            for launch in self._group_terms[group]:
-                launch()
+            for run in self._group_terms[group]:
+                run()
             noise = self._noise[group]
             if noise is not None:
                 noise.launch()
-            for launch in self._post_terms[group]:
-                launch()
+            for run in self._post_terms[group]:
+                run()
 
     @_on_stream
     def upload_observations(self, group: str) -> None:
@@ -888,8 +739,8 @@ class DeviceMDP:
         made = self._row_gathers.get(id(buf))
         if made is None:
             packed = wp.empty(buf.shape, dtype=buf.dtype, device=self.device)
-            gather = _bound(self, k_episode.gather_rows, self._rows, buf, packed,
-                            dim=buf.shape)  # fmt: skip
+            gather = bound(self, k_episode.gather_rows, self._rows, buf, packed,
+                           dim=buf.shape)  # fmt: skip
             made = self._row_gathers[id(buf)] = (packed, gather)
         return made
 
