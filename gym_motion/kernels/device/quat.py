@@ -1,16 +1,19 @@
 """Quaternion helpers of the device kernels (wxyz, Hamilton product): the Warp twins of
 `gym_motion.kernels.quat`, on plain floats and Warp vectors (Warp's own ``wp.quat`` is xyzw,
-so it is not used)."""
+so it is not used). The product and the rotations are generic: float32 vectors for the
+per-step kernels, float64 (``wp.vec4d``, ``wp.vec3d``) for RSI."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import warp as wp
 
 
 @wp.func
-def quat_mul(a: wp.vec4, b: wp.vec4) -> wp.vec4:
-    """Hamilton product a * b of two wxyz quaternions."""
-    return wp.vec4(
+def quat_mul(a: Any, b: Any):
+    """Hamilton product a * b of two wxyz quaternions (vectors of 4, of a's type)."""
+    return type(a)(
         a[0] * b[0] - a[1] * b[1] - a[2] * b[2] - a[3] * b[3],
         a[0] * b[1] + a[1] * b[0] + a[2] * b[3] - a[3] * b[2],
         a[0] * b[2] - a[1] * b[3] + a[2] * b[0] + a[3] * b[1],
@@ -19,18 +22,19 @@ def quat_mul(a: wp.vec4, b: wp.vec4) -> wp.vec4:
 
 
 @wp.func
-def conj(q: wp.vec4) -> wp.vec4:
+def conj(q: Any):
     """The conjugate (the inverse of a unit quaternion)."""
-    return wp.vec4(q[0], -q[1], -q[2], -q[3])
+    return type(q)(q[0], -q[1], -q[2], -q[3])
 
 
 @wp.func
-def quat_rotate(q: wp.vec4, v: wp.vec3) -> wp.vec3:
+def quat_rotate(q: Any, v: Any):
     """Rotate v by unit q (q v q*): v + 2 w (u x v) + 2 u x (u x v), u = (x, y, z)."""
-    tx = 2.0 * (q[2] * v[2] - q[3] * v[1])
-    ty = 2.0 * (q[3] * v[0] - q[1] * v[2])
-    tz = 2.0 * (q[1] * v[1] - q[2] * v[0])
-    return wp.vec3(
+    two = type(v[0])(2.0)
+    tx = two * (q[2] * v[2] - q[3] * v[1])
+    ty = two * (q[3] * v[0] - q[1] * v[2])
+    tz = two * (q[1] * v[1] - q[2] * v[0])
+    return type(v)(
         v[0] + q[0] * tx + (q[2] * tz - q[3] * ty),
         v[1] + q[0] * ty + (q[3] * tx - q[1] * tz),
         v[2] + q[0] * tz + (q[1] * ty - q[2] * tx),
@@ -38,7 +42,7 @@ def quat_rotate(q: wp.vec4, v: wp.vec3) -> wp.vec3:
 
 
 @wp.func
-def quat_rotate_inverse(q: wp.vec4, v: wp.vec3) -> wp.vec3:
+def quat_rotate_inverse(q: Any, v: Any):
     """Rotate v by the inverse of unit q (q* v q)."""
     return quat_rotate(conj(q), v)
 

@@ -7,36 +7,11 @@ from __future__ import annotations
 
 import warp as wp
 
+from gym_motion.kernels.device.quat import quat_mul, quat_rotate_inverse
+
 F64 = wp.float64
 # no fused multiply-adds on CUDA (its default): the host's float64 operations, one rounding each
 wp.set_module_options({"fuse_fp": False})
-
-
-@wp.func
-def _quat_mul(a: wp.vec4d, b: wp.vec4d) -> wp.vec4d:
-    """Hamilton product a * b of two wxyz quaternions, float64 (the host's operation order)."""
-    return wp.vec4d(
-        a[0] * b[0] - a[1] * b[1] - a[2] * b[2] - a[3] * b[3],
-        a[0] * b[1] + a[1] * b[0] + a[2] * b[3] - a[3] * b[2],
-        a[0] * b[2] - a[1] * b[3] + a[2] * b[0] + a[3] * b[1],
-        a[0] * b[3] + a[1] * b[2] - a[2] * b[1] + a[3] * b[0],
-    )
-
-
-@wp.func
-def _rotate_inverse(q: wp.vec4d, v: wp.vec3d) -> wp.vec3d:
-    """v rotated by the inverse of unit q (q* v q), float64: v + 2 w (u x v) + 2 u x (u x v)
-    with u = -(x, y, z), in the host's operation order."""
-    w, x, y, z = q[0], -q[1], -q[2], -q[3]
-    two = F64(2.0)
-    tx = two * (y * v[2] - z * v[1])
-    ty = two * (z * v[0] - x * v[2])
-    tz = two * (x * v[1] - y * v[0])
-    return wp.vec3d(
-        v[0] + w * tx + (y * tz - z * ty),
-        v[1] + w * ty + (z * tx - x * tz),
-        v[2] + w * tz + (x * ty - y * tx),
-    )
 
 
 @wp.kernel
@@ -99,10 +74,10 @@ def rsi_state(
     yaw = wp.vec4d(wp.cos(half * d[5]), zero, zero, wp.sin(half * d[5]))
     pitch = wp.vec4d(wp.cos(half * d[4]), zero, wp.sin(half * d[4]), zero)
     roll = wp.vec4d(wp.cos(half * d[3]), wp.sin(half * d[3]), zero, zero)
-    e = _quat_mul(_quat_mul(yaw, pitch), roll)  # q(roll, pitch, yaw) = qz qy qx
+    e = quat_mul(quat_mul(yaw, pitch), roll)  # q(roll, pitch, yaw) = qz qy qx
     r = wp.vec4d(F64(body_quat_w[f, root, 0]), F64(body_quat_w[f, root, 1]),
                  F64(body_quat_w[f, root, 2]), F64(body_quat_w[f, root, 3]))  # fmt: skip
-    q = _quat_mul(e, r)
+    q = quat_mul(e, r)
     norm = wp.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
     q = wp.vec4d(q[0] / norm, q[1] / norm, q[2] / norm, q[3] / norm)
     for k in range(4):
@@ -114,7 +89,7 @@ def rsi_state(
         F64(body_ang_vel_w[f, root, 1]) + d[10],
         F64(body_ang_vel_w[f, root, 2]) + d[11],
     )
-    w_body = _rotate_inverse(q, w)
+    w_body = quat_rotate_inverse(q, w)
     for k in range(3):
         qvel[m, root_dadr + 3 + k] = w_body[k]
     lo, hi = joint_pos_range[0], joint_pos_range[1]
