@@ -5,7 +5,7 @@ the built-in events it runs beside (`MIRRORED_EVENTS`)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import warp as wp
@@ -18,12 +18,10 @@ from gym_motion.managers import observation as obs_terms
 from gym_motion.managers import reward as reward_terms
 from gym_motion.managers import termination as term_terms
 
-if TYPE_CHECKING:
-    from gym_motion.envs.device_mdp import DeviceMDP
-
 __all__ = ["DEVICE_TERMS", "MIRRORED_EVENTS", "Launch", "binder", "bound", "launch"]
 
 Launch = Callable[[], None]
+DeviceMDP = Any  # a `gym_motion.envs.device_mdp.DeviceMDP`, whose buffers the binders read
 
 # A device binder takes (mdp, out, **params) and returns its kernel launch, bound once; `out`
 # is an (N,) row of the reward or termination outputs, or for an observation term the group
