@@ -30,8 +30,10 @@ Usage (repo root, on the GPU machine)::
     python benchmarks/gpu_check.py --device cpu --num-envs 4 --steps 5 --warm-only --no-bench
                                                               # checks the script on a CPU
 
-Nothing here asserts a speed; it reports. The cold-cache start-up needs minutes on a GPU
-machine the first time (MuJoCo Warp's kernels compile for the GPU); ``--warm-only`` skips it.
+Nothing here asserts a speed; it reports. A section that fails (an exception on the GPU) is
+written as its error and traceback, the others still run, and the script exits 1 at the end,
+naming the failed sections. The cold-cache start-up needs minutes on a GPU machine the first
+time (MuJoCo Warp's kernels compile for the GPU); ``--warm-only`` skips it.
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -292,21 +296,35 @@ def main(argv: list[str] | None = None) -> None:
     args.device = result["machine"]["device"]
     print(json.dumps(result["machine"], indent=1), flush=True)
 
+    failed: list[str] = []
+
     def save(key: str, value: dict) -> None:
         result[key] = value
         print(f"{key}: {json.dumps(value)}", flush=True)
         (out / "gpu_check.json").write_text(json.dumps(result, indent=1))
 
+    def section(key: str, measure: Callable[..., dict], *measure_args) -> None:
+        """`measure`'s result saved under `key`; an exception saved in its place (a GPU's
+        time is scarce: one failure must not lose the other sections)."""
+        try:
+            value = measure(*measure_args)
+        except Exception as exc:
+            value = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
+        if "error" in value:  # raised here, or in a child process
+            failed.append(key)
+        save(key, value)
+
     n = max(args.num_envs)
     if cache is None:
-        save(f"startup_warm_cache_n{n}", startup(n, args.device, args.steps))
+        section(f"startup_warm_cache_n{n}", startup, n, args.device, args.steps)
     else:
         for run in ("cold", "warm"):  # the cold run compiles into `cache`, the warm one loads
-            save(f"startup_{run}_cache_n{n}", _run_child(args))
+            section(f"startup_{run}_cache_n{n}", _run_child, args)
     for det in (False, True):
-        save(f"reproducibility_deterministic_{det}_n{n}", reproducibility(n, args.device, 20, det))
+        section(f"reproducibility_deterministic_{det}_n{n}", reproducibility, n, args.device, 20,
+                det)  # fmt: skip
     small = min(args.num_envs)
-    save(f"device_mdp_parity_n{small}", mdp_parity(small, args.device, 100))
+    section(f"device_mdp_parity_n{small}", mdp_parity, small, args.device, 100)
 
     if not args.no_bench:
         sizes = [str(k) for k in args.num_envs]
@@ -325,6 +343,9 @@ def main(argv: list[str] | None = None) -> None:
     if cache is not None:
         shutil.rmtree(cache, ignore_errors=True)
     print(f"\nresults in {out}/")
+    if failed:
+        sys.exit(f"failed sections (their errors are in {out}/gpu_check.json): "
+                 f"{', '.join(failed)}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -46,3 +46,27 @@ def test_the_gpu_check_runs_dry_on_the_cpu(tmp_path):
     host, device = (result[f"env_against_bare_physics_{m}_mdp"]["8"] for m in ("host", "device"))
     assert device["bytes_down_per_env_step"] < host["bytes_down_per_env_step"] / 4
     assert "outside physics" in proc.stdout and "exit 0" in proc.stdout
+
+
+def test_a_failed_section_is_written_as_its_error_and_the_others_still_run(
+    tmp_path, monkeypatch, capsys
+):
+    """One exception on a GPU (here the parity section's) must not lose the other figures of
+    a scarce GPU window: it is saved with its traceback, and the script exits 1 naming it."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import gpu_check
+
+    def broken(*args):
+        raise RuntimeError("cudaErrorIllegalAddress (a stand-in)")
+
+    monkeypatch.setattr(gpu_check, "mdp_parity", broken)
+    monkeypatch.setattr(gpu_check, "startup", lambda *a: {"env_steps_per_s": 1.0})
+    monkeypatch.setattr(gpu_check, "reproducibility", lambda *a: {"bit_equal": True})
+    with pytest.raises(SystemExit, match="failed sections .*: device_mdp_parity_n4"):
+        gpu_check.main(["--device", "cpu", "--num-envs", "4", "--warm-only", "--no-bench",
+                        "--out", str(tmp_path)])  # fmt: skip
+    result = json.loads((tmp_path / "gpu_check.json").read_text())
+    assert result["device_mdp_parity_n4"]["error"].startswith("RuntimeError: cudaError")
+    assert "broken" in result["device_mdp_parity_n4"]["traceback"]
+    assert result["startup_warm_cache_n4"] == {"env_steps_per_s": 1.0}
+    assert result["reproducibility_deterministic_True_n4"] == {"bit_equal": True}
