@@ -1,15 +1,18 @@
 """Train a G1 tracking policy with skrl's PPO and its default SequentialTrainer.
 
 The batched env runs in SAME_STEP autoreset mode (skrl steps on with the observation an env
-returns, which must be the next episode's first for an env that ended); `SkrlInfo` puts the
-per-term rewards, episode results, termination rates and tracking errors where skrl's trainer
-logs them (``info["episode"]``); skrl's gymnasium wrapper turns arrays into torch tensors. PPO
+returns, which must be the next episode's first for an env that ended); `SkrlVecEnv` gives skrl
+torch tensors on its device and puts the per-term rewards, episode results, termination rates and
+tracking errors where skrl's trainer logs them (``info["episode"]``). With ``--backend mjwarp
+--mdp device --device cuda:0`` physics and MDP run on the GPU and the tensors never pass through
+host memory (`TrackingVecEnv.device_arrays`). PPO
 settings follow BeyondMimic's rsl_rl values (`gym_motion.training.rsl_rl.config`'s defaults
 with `BEYONDMIMIC_PPO`) in skrl's names; the actor and critic both read the 160-value policy
 observation.
 
     pip install -e ".[skrl]"
     python examples/train_skrl_ppo.py --num-envs 64 --timesteps 2000
+    python examples/train_skrl_ppo.py --num-envs 4096 --backend mjwarp --mdp device --device cuda:0
     tensorboard --logdir runs/skrl
 """
 
@@ -19,15 +22,15 @@ import argparse
 
 import torch
 from skrl.agents.torch.ppo import PPO, PPO_CFG
-from skrl.envs.wrappers.torch import wrap_env
 from skrl.memories.torch import RandomMemory
 from skrl.models.torch import DeterministicMixin, GaussianMixin, Model
 from skrl.resources.preprocessors.torch import RunningStandardScaler
 from skrl.resources.schedulers.torch import KLAdaptiveLR
 from skrl.trainers.torch import SequentialTrainer
 
-from gym_motion.adapters.skrl import SkrlInfo
-from gym_motion.envs import TrackingVecEnv
+from gym_motion.adapters.skrl import SkrlVecEnv
+from gym_motion.envs import TrackingEnvCfg, TrackingVecEnv
+from gym_motion.envs.config import BackendCfg
 
 
 def mlp(inputs: int, outputs: int, hidden=(512, 256, 128)) -> torch.nn.Sequential:
@@ -74,14 +77,19 @@ def main(argv: list[str] | None = None) -> PPO:
     parser.add_argument("--timesteps", type=int, default=2000, help="vector steps (x num-envs)")
     parser.add_argument("--hidden", type=int, nargs="+", default=[512, 256, 128])
     parser.add_argument("--out", default="runs/skrl")
-    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--device", default="cpu", help="skrl's torch device")
+    parser.add_argument("--backend", default="mujoco", choices=["mujoco", "mjwarp", "motrix"])
+    mdp_help = "where the MDP runs (device: beside MuJoCo Warp, on its GPU)"
+    parser.add_argument("--mdp", default="host", choices=["host", "device"], help=mdp_help)
     args = parser.parse_args(argv)
 
-    batched = TrackingVecEnv(
-        args.num_envs, motion=args.motion or None, autoreset_mode="same_step", seed=0
-    )
-    env = wrap_env(SkrlInfo(batched), wrapper="gymnasium")
     device = torch.device(args.device)
+    warp_device = args.device if args.backend == "mjwarp" and device.type == "cuda" else None
+    task = TrackingEnvCfg(backend=BackendCfg(args.backend, device=warp_device, mdp=args.mdp))
+    batched = TrackingVecEnv(
+        args.num_envs, cfg=task, motion=args.motion or None, autoreset_mode="same_step", seed=0
+    )
+    env = SkrlVecEnv(batched, device=device)
     spaces = (env.observation_space, env.action_space, device, tuple(args.hidden))
     models = {"policy": Policy(*spaces), "value": Value(*spaces)}
     rollouts = 24
@@ -116,11 +124,11 @@ def main(argv: list[str] | None = None) -> PPO:
         device=device,
         cfg=cfg,
     )
-    # skrl's defaults: not headless, so it renders every step through env.call("render"). The env
-    # is closed here, not by skrl's exit hook (which logs to a stream that may be closed by then)
+    # The env is closed here, not by skrl's exit hook (which logs to a stream that may be closed
+    # by then)
     trainer = SequentialTrainer(
         env=env, agents=agent,
-        cfg={"timesteps": args.timesteps, "close_environment_at_exit": False},
+        cfg={"timesteps": args.timesteps, "headless": True, "close_environment_at_exit": False},
     )  # fmt: skip
     try:
         trainer.train()

@@ -54,11 +54,14 @@ def test_rsl_rl_example(tmp_path):
     assert "Loss/surrogate" in tags and len(tags["reward/body_pos"]) == 4
 
 
-def test_skrl_example(tmp_path):
+@pytest.mark.parametrize("mdp", ["host", "device"])
+def test_skrl_example(tmp_path, mdp):
+    """skrl's trainer through `SkrlVecEnv`; with ``--mdp device`` (on Warp's CPU device here)
+    the tensors come from the device MDP's arrays."""
     pytest.importorskip("skrl")
-    load("train_skrl_ppo").main(
-        ["--num-envs", "32", "--timesteps", "96", "--hidden", "64", "64", "--out", str(tmp_path)]
-    )  # 96 x 32 = 3072 env steps, written every 24
+    args = ["--num-envs", "32", "--timesteps", "96", "--hidden", "64", "64"]
+    load("train_skrl_ppo").main([*args, "--out", str(tmp_path), "--mdp", mdp])
+    # 96 x 32 = 3072 env steps, written every 24
     tags = scalars(tmp_path)
     check_tracking(tags, "skrl")
     assert "Loss / Policy loss" in tags and "Reward / Total reward (mean)" in tags

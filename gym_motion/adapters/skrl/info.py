@@ -32,7 +32,17 @@ from gymnasium.vector import AutoresetMode
 
 from gym_motion.envs.stats import TrackingStats, tracking_terms
 
-__all__ = ["SkrlInfo"]
+__all__ = ["SkrlInfo", "step_statistics"]
+
+
+def step_statistics(stats: TrackingStats, info: dict[str, Any]) -> dict[str, torch.Tensor]:
+    """One step's `TrackingStats` means of the env's batched `info` (module docstring's keys)
+    as 1-element float32 tensors on the CPU; `stats` is reset and fed `info`."""
+    stats.reset()
+    stats.add(info)
+    means = stats.means()
+    means["episode/ended"] = means.pop("episode/count", 0.0)
+    return {k: torch.tensor([v], dtype=torch.float32) for k, v in means.items()}
 
 
 class SkrlInfo(gym.vector.VectorWrapper):
@@ -70,11 +80,7 @@ class SkrlInfo(gym.vector.VectorWrapper):
         obs, reward, terminated, truncated, info = self.env.step(actions)
         if self.key in info:
             raise ValueError(f"SkrlInfo: the env's info already has {self.key!r}")
-        self._stats.reset()
-        self._stats.add(info)
-        means = self._stats.means()
-        means["episode/ended"] = means.pop("episode/count", 0.0)
-        info[self.key] = {k: torch.tensor([v], dtype=torch.float32) for k, v in means.items()}
+        info[self.key] = step_statistics(self._stats, info)
         return obs, reward, terminated, truncated, info
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
