@@ -1,15 +1,19 @@
 """Train a G1 tracking policy with TorchRL's PPO pieces (collector, GAE, ClipPPOLoss).
 
-TorchRL's ``GymWrapper`` wraps the batched env in DISABLED autoreset mode (TorchRL resets
-ended envs itself, through ``reset(options={"reset_mask": ...})``; it refuses NEXT_STEP).
-`tracking_info_reader` declares the env's per-term rewards and ``final/*`` episode results so
-that they are in every collected tensordict; `tracking_means` turns a batch into the logged
-values. The policy is a TanhNormal, whose outputs TorchRL scales to the declared action bounds:
-the env declares the policy's natural range, ``action_bound=1.0`` (one action unit), not the
-default +/-10. PPO settings follow BeyondMimic's rsl_rl values where TorchRL has them.
+`TorchRLVecEnv` makes the batched env a TorchRL env in DISABLED autoreset mode (TorchRL resets
+ended envs itself, through ``reset(options={"reset_mask": ...})``; it refuses NEXT_STEP), with
+the env's per-term rewards and ``final/*`` episode results in every collected tensordict;
+`tracking_means` turns a batch into the logged values. With ``--backend mjwarp --mdp device
+--device cuda:0`` physics and MDP run on the GPU and the tensordicts' observations, rewards and
+flags never pass through host memory. The policy is a TanhNormal, whose outputs TorchRL scales
+to the declared action bounds: the env declares the policy's natural range,
+``action_bound=1.0`` (one action unit), not the default +/-10. PPO settings follow
+BeyondMimic's rsl_rl values where TorchRL has them.
 
     pip install -e ".[torchrl]"
     python examples/train_torchrl_ppo.py --num-envs 64 --total-steps 200000
+    python examples/train_torchrl_ppo.py --num-envs 4096 --backend mjwarp --mdp device \
+        --device cuda:0
     tensorboard --logdir runs/torchrl
 """
 
@@ -22,13 +26,13 @@ from tensordict.nn import NormalParamExtractor, TensorDictModule
 from torch import nn
 from torch.utils.tensorboard import SummaryWriter
 from torchrl.collectors import Collector
-from torchrl.envs import GymWrapper
 from torchrl.modules import ProbabilisticActor, TanhNormal, ValueOperator
 from torchrl.objectives import ClipPPOLoss
 from torchrl.objectives.value import GAE
 
-from gym_motion.adapters.torchrl import tracking_info_reader, tracking_means
-from gym_motion.envs import TrackingVecEnv
+from gym_motion.adapters.torchrl import TorchRLVecEnv, tracking_means
+from gym_motion.envs import TrackingEnvCfg, TrackingVecEnv
+from gym_motion.envs.config import BackendCfg
 
 
 def mlp(inputs: int, outputs: int, hidden: list[int]) -> nn.Sequential:
@@ -46,13 +50,20 @@ def main(argv: list[str] | None = None) -> list[dict[str, float]]:
     p.add_argument("--total-steps", type=int, default=200_000, help="env steps, all envs")
     p.add_argument("--hidden", type=int, nargs="+", default=[512, 256, 128])
     p.add_argument("--out", default="runs/torchrl")
+    p.add_argument("--device", default="cpu", help="torch device of the env's tensors and PPO")
+    p.add_argument("--backend", default="mujoco", choices=["mujoco", "mjwarp", "motrix"])
+    mdp_help = "where the MDP runs (device: beside MuJoCo Warp, on its GPU)"
+    p.add_argument("--mdp", default="host", choices=["host", "device"], help=mdp_help)
     args = p.parse_args(argv)
     steps_per_env, epochs, minibatches = 24, 5, 4
 
     torch.manual_seed(0)
-    env = TrackingVecEnv(args.num_envs, autoreset_mode="disabled", action_bound=1.0, seed=0)
-    torchrl_env = GymWrapper(env)
-    torchrl_env.set_info_dict_reader(tracking_info_reader(env))
+    device = torch.device(args.device)
+    warp_device = args.device if args.backend == "mjwarp" and device.type == "cuda" else None
+    task = TrackingEnvCfg(backend=BackendCfg(args.backend, device=warp_device, mdp=args.mdp))
+    env = TrackingVecEnv(args.num_envs, cfg=task, autoreset_mode="disabled", action_bound=1.0,
+                         seed=0)  # fmt: skip
+    torchrl_env = TorchRLVecEnv(env, device=device)
     obs_dim = env.single_observation_space.shape[0]
     spec = torchrl_env.action_spec
     act_dim = spec.shape[-1]
@@ -70,6 +81,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, float]]:
         return_log_prob=True,
     )
     critic = ValueOperator(mlp(obs_dim, 1, args.hidden), in_keys=["observation"])
+    actor, critic = actor.to(device), critic.to(device)
     frames = args.num_envs * steps_per_env
     collector = Collector(
         torchrl_env,

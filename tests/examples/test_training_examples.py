@@ -92,11 +92,12 @@ def test_sb3_example(tmp_path):
     check_tracking(scalars(tmp_path), "sb3")
 
 
-def test_torchrl_example(tmp_path):
+@pytest.mark.parametrize("mdp", ["host", "device"])
+def test_torchrl_example(tmp_path, mdp):
+    """TorchRL's collector through `TorchRLVecEnv`; with ``--mdp device`` (on Warp's CPU device
+    here) the tensordicts come from the device MDP's arrays."""
     pytest.importorskip("torchrl")
-    history = load("train_torchrl_ppo").main(
-        ["--num-envs", "32", "--total-steps", "3072", "--hidden", "64", "64",
-         "--out", str(tmp_path)]
-    )  # fmt: skip
+    args = ["--num-envs", "32", "--total-steps", "3072", "--hidden", "64", "64"]
+    history = load("train_torchrl_ppo").main([*args, "--out", str(tmp_path), "--mdp", mdp])
     check_tracking(scalars(tmp_path), "torchrl")
     assert len(history) == 4 and "loss/objective" in history[0]

@@ -1,0 +1,107 @@
+"""`TorchRLVecEnv`: TorchRL's ``EnvBase`` over the env, from NumPy results or from the device
+MDP's arrays."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("torchrl")
+
+from torchrl.envs import GymWrapper  # noqa: E402
+from torchrl.envs.utils import check_env_specs  # noqa: E402
+
+from gym_motion.adapters.torchrl import TorchRLVecEnv, tracking_info_reader  # noqa: E402
+from gym_motion.adapters.torchrl.info import info_keys  # noqa: E402
+from gym_motion.envs import TrackingEnvCfg, TrackingVecEnv  # noqa: E402
+
+N, STEPS = 8, 40
+
+
+def _env(mdp: str = "host", **kwargs) -> TrackingVecEnv:
+    """N envs in DISABLED mode on `mdp`; without observation noise (each MDP draws its own)."""
+    cfg = TrackingEnvCfg()
+    cfg = dataclasses.replace(cfg, backend=dataclasses.replace(cfg.backend, mdp=mdp),
+                              obs_noise=False)  # fmt: skip
+    return TrackingVecEnv(N, cfg=cfg, autoreset_mode="disabled", action_bound=1.0, seed=0,
+                          **kwargs)  # fmt: skip
+
+
+def _rollout(env) -> dict:
+    """`STEPS` steps of fixed actions (large: episodes end, and TorchRL resets those rows)."""
+    actions = iter(torch.as_tensor(np.random.default_rng(0).uniform(-1, 1, (STEPS, N, 29)),
+                                   dtype=torch.float32))  # fmt: skip
+    return env.rollout(STEPS, policy=lambda td: td.set("action", next(actions)),
+                       break_when_any_done=False)  # fmt: skip
+
+
+def test_the_host_path_gives_gym_wrappers_tensordicts():
+    """Through partial resets, every entry of the rollout equals `GymWrapper`'s with
+    `tracking_info_reader`'s, bit for bit, and the specs hold."""
+    ours = TorchRLVecEnv(_env())
+    check_env_specs(ours)
+    ours = TorchRLVecEnv(_env())
+    theirs = GymWrapper(_env())
+    theirs.set_info_dict_reader(tracking_info_reader(theirs._env))
+    a, b = _rollout(ours), _rollout(theirs)
+    assert a["next", "done"].sum() > 0  # episodes ended and were reset
+    keys = set(b.keys(True, True))
+    assert keys <= set(a.keys(True, True))
+    for key in keys:
+        torch.testing.assert_close(a[key], b[key], rtol=0, atol=0, msg=str(key))
+    for key, dtype in info_keys(ours._env).items():
+        assert a["next", key].dtype == dtype
+
+
+def test_with_the_device_mdp_entries_come_from_its_arrays():
+    """Warp's CPU device stands in for a GPU: the env steps with `step_on_device`, the
+    observations, reward and flags are the device arrays' values (as clones), and the rollout
+    agrees with the host MDP's within float32 rounding, flags and episode lengths exactly."""
+    import warp as wp
+
+    device = TorchRLVecEnv(_env("device", obs_mode="dict"))
+    host = TorchRLVecEnv(_env(obs_mode="dict"))
+    assert device._on_device and not host._on_device
+    check_env_specs(device)
+    base = device._base
+    stepped, real = [], base.step_on_device
+    base.step_on_device = lambda a: stepped.append(a) or real(a)
+    td = device.reset()
+    td["action"] = torch.zeros(N, 29)
+    nxt = device.step(td)["next"]
+    arrays = base.device_arrays()
+    for key in ("policy", "critic"):
+        np.testing.assert_array_equal(nxt[key].numpy(), arrays[key].numpy())
+        assert nxt[key].data_ptr() != wp.to_torch(arrays[key]).data_ptr()
+    np.testing.assert_array_equal(nxt["reward"].numpy()[:, 0], arrays["reward"].numpy())
+    device.set_seed(0), host.set_seed(0)
+    a, b = _rollout(device), _rollout(host)
+    assert len(stepped) == STEPS + 1 and isinstance(stepped[-1], torch.Tensor)
+    assert a["next", "done"].sum() > 0
+    for key in b.keys(True, True):
+        x, y = a[key], b[key]
+        nested = isinstance(key, tuple)
+        if (key[-1] if nested else key).startswith("final/"):  # an episode result: where one ended
+            ended = b["next", "done"] if nested else b["done"]
+            x, y = x[ended[..., 0]], y[ended[..., 0]]
+        exact = x.dtype != torch.float32
+        tol = {"rtol": 0, "atol": 0} if exact else {"rtol": 1e-4, "atol": 1e-5}
+        torch.testing.assert_close(x, y, **tol, msg=str(key))
+
+
+def test_a_seed_repeats_the_rollout_and_bad_envs_are_refused():
+    env = TorchRLVecEnv(_env())
+    env.set_seed(3)
+    first = _rollout(env)
+    env.set_seed(3)
+    torch.testing.assert_close(_rollout(env), first, rtol=0, atol=0)
+    with pytest.raises(ValueError, match="DISABLED"):
+        TorchRLVecEnv(TrackingVecEnv(2, autoreset_mode="same_step"))
+    with pytest.raises(ValueError, match="TorchRLVecEnv needs a TrackingVecEnv, got SyncVectorEnv"):
+        import gymnasium as gym
+
+        TorchRLVecEnv(gym.make_vec("Pendulum-v1", 2, vectorization_mode="sync",
+                                   vector_kwargs={"autoreset_mode": "Disabled"}))  # fmt: skip
