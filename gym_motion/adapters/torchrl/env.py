@@ -106,10 +106,11 @@ class TorchRLVecEnv(EnvBase):
         self._seed: int | None = None
 
     def _reset(self, tensordict: TensorDictBase | None = None, **kwargs: Any) -> TensorDictBase:
-        """Reset the rows of ``tensordict["_reset"]`` (N, 1) bool, or every row without one
-        (then with the seed `set_seed` gave, once)."""
+        """Reset the rows of ``tensordict["_reset"]`` (N, 1) bool (a masked reset, as
+        `GymWrapper` does, also when every row is set), or without one the whole env (with the
+        seed `set_seed` gave, once)."""
         mask = None if tensordict is None else tensordict.get("_reset", None)
-        if mask is not None and not bool(mask.all()):
+        if mask is not None:
             rows = mask.reshape(self.batch_size).to("cpu").numpy()
             obs, _ = self._env.reset(options={"reset_mask": rows})
         else:

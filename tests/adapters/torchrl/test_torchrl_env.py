@@ -30,12 +30,14 @@ def _env(mdp: str = "host", **kwargs) -> TrackingVecEnv:
                           **kwargs)  # fmt: skip
 
 
-def _rollout(env) -> dict:
-    """`STEPS` steps of fixed actions (large: episodes end, and TorchRL resets those rows)."""
+def _rollout(env, start=None) -> dict:
+    """`STEPS` steps of fixed actions (large: episodes end, and TorchRL resets those rows),
+    from a reset or from the tensordict `start`."""
     actions = iter(torch.as_tensor(np.random.default_rng(0).uniform(-1, 1, (STEPS, N, 29)),
                                    dtype=torch.float32))  # fmt: skip
     return env.rollout(STEPS, policy=lambda td: td.set("action", next(actions)),
-                       break_when_any_done=False)  # fmt: skip
+                       break_when_any_done=False, auto_reset=start is None,
+                       tensordict=start)  # fmt: skip
 
 
 def test_the_host_path_gives_gym_wrappers_tensordicts():
@@ -54,6 +56,23 @@ def test_the_host_path_gives_gym_wrappers_tensordicts():
         torch.testing.assert_close(a[key], b[key], rtol=0, atol=0, msg=str(key))
     for key, dtype in info_keys(ours._env).items():
         assert a["next", key].dtype == dtype
+
+
+def test_when_every_env_ends_at_once_the_reset_is_masked_as_gym_wrappers():
+    """All episodes time out on one step (as they do when they all start together): TorchRL's
+    reset mask, all set, is a masked reset as under `GymWrapper`, not a full one."""
+    ours = TorchRLVecEnv(_env())
+    theirs = GymWrapper(_env())
+    theirs.set_info_dict_reader(tracking_info_reader(theirs._env))
+    runs = []
+    for env in (ours, theirs):
+        start = env.reset()
+        env._env.unwrapped.time_limit_offset[:] = 497  # every env times out on its 3rd step
+        runs.append(_rollout(env, start))
+    a, b = runs
+    assert a["next", "truncated"][:, 2].all() and not a["next", "done"][:, 3].any()
+    for key in b.keys(True, True):
+        torch.testing.assert_close(a[key], b[key], rtol=0, atol=0, msg=str(key))
 
 
 def test_with_the_device_mdp_entries_come_from_its_arrays():
