@@ -13,7 +13,10 @@ Measures, on one device, and prints as it goes (and writes ``<out>/gpu_check.jso
    bit-equal or not, with ``deterministic`` off and on, and the steps/s of each; then the
    device MDP against the host MDP at the smallest N for 100 steps (`mdp_parity`: the first
    step whose flags differ, if any, the largest observation and reward differences before it,
-   and the reset states' difference, RSI being on the device);
+   and the reset states' difference, RSI being on the device); then each installed learner
+   adapter (rsl_rl, skrl, TorchRL) over the device MDP with torch on the device
+   (`learners_on_device`: the device path taken, env steps/s through it, its tensors equal to
+   the env's device arrays);
 4. throughput at each N: ``benchmarks/bench_mjwarp.py`` (backend phases, physics-only limit)
    and ``gym-motion bench --backend mjwarp`` (the whole env), each in its own process;
 5. the env against bare MuJoCo Warp at each N, from that bench, once with the MDP on the host
@@ -219,6 +222,102 @@ def mdp_parity(n: int, device: str, steps: int) -> dict:
     return r
 
 
+def _learners() -> dict[str, Callable]:
+    """Adapter name -> a function (env, torch device) -> (step(actions) -> (observations,
+    reward, done) tensors, whether it took the device path); the adapters of the libraries
+    installed here (a GPU machine may lack some)."""
+    import importlib.util
+
+    made: dict[str, Callable] = {}
+    if importlib.util.find_spec("rsl_rl"):
+
+        def rsl_rl(env, device):
+            from gym_motion.adapters.rsl_rl import RslRlVecEnv
+
+            a = RslRlVecEnv(env, device=device)
+            return (lambda x: (lambda r: (r[0]["policy"], r[1], r[2]))(a.step(x))), a._on_device
+
+        made["rsl_rl"] = rsl_rl
+    if importlib.util.find_spec("skrl"):
+
+        def skrl(env, device):
+            from gym_motion.adapters.skrl import SkrlVecEnv
+
+            a = SkrlVecEnv(env, device=device)
+            a.reset()
+            return (lambda x: (lambda r: (r[0], r[1], r[2] | r[3]))(a.step(x))), a._on_device
+
+        made["skrl"] = skrl
+    if importlib.util.find_spec("torchrl"):
+
+        def torchrl(env, device):
+            from torchrl.envs.utils import step_mdp
+
+            from gym_motion.adapters.torchrl import TorchRLVecEnv
+
+            a = TorchRLVecEnv(env, device=device)
+            last = {"td": a.reset()}
+
+            def step(x):  # the rows that ended last step are reset first, as TorchRL does
+                td = last["td"]
+                if td["done"].any():
+                    td = a.reset(td.set("_reset", td["done"].clone()))
+                out = a.step(td.set("action", x))
+                last["td"] = step_mdp(out)
+                nxt = out["next"]
+                return nxt["observation"], nxt["reward"], nxt["done"]
+
+            return step, a._on_device
+
+        made["torchrl"] = torchrl
+    return made
+
+
+def learners_on_device(n: int, device: str, steps: int) -> dict:
+    """Each installed learner adapter (rsl_rl, skrl, TorchRL) over the device MDP on this
+    device, with torch there: whether it took the device path (no host copies of the
+    observations), its env steps/s over `steps` steps of normal actions (std 1) made by torch
+    on the device (autoresets included), whether its observations and rewards equal the
+    env's device arrays bit for bit at every step, whether they are finite, and how many
+    episodes ended."""
+    import dataclasses
+
+    import torch
+    import warp as wp
+
+    from gym_motion.envs import TrackingEnvCfg, TrackingVecEnv
+    from gym_motion.envs.config import BackendCfg
+
+    cfg = dataclasses.replace(TrackingEnvCfg(), backend=BackendCfg(name="mjwarp", device=device,
+                                                                  mdp="device"))  # fmt: skip
+    mode = {"rsl_rl": "same_step", "skrl": "same_step", "torchrl": "disabled"}
+    out: dict = {}
+    for name, make in _learners().items():
+        kwargs = {"action_bound": 1.0} if name == "torchrl" else {}
+        env = TrackingVecEnv(n, cfg=cfg, seed=0, autoreset_mode=mode[name], **kwargs)
+        step, on_device = make(env, device)
+        gen = torch.Generator(device=device).manual_seed(0)
+        same, finite, elapsed, ended = True, True, 0.0, 0
+        for k in range(steps + 1):
+            actions = torch.randn((n, 29), generator=gen, device=device).clamp(-1.0, 1.0)
+            t0 = time.perf_counter()
+            obs, reward, done = step(actions)
+            if device != "cpu":
+                torch.cuda.synchronize(device)
+            if k:  # the first step compiles, loads and captures
+                elapsed += time.perf_counter() - t0
+            arrays = env.device_arrays()
+            same &= torch.equal(obs, wp.to_torch(arrays["policy"]))
+            same &= torch.equal(reward.reshape(-1), wp.to_torch(arrays["reward"]))
+            finite &= bool(torch.isfinite(obs).all() and torch.isfinite(reward).all())
+            ended += int(done.sum())
+        out[name] = {"device_path": bool(on_device), "env_steps_per_s": n * steps / elapsed,
+                     "equal_to_device_arrays": same, "finite": finite, "ended": ended,
+                     "tensor_device": str(obs.device)}  # fmt: skip
+        env.close()
+    return out
+
+
 def against_physics(bench: dict | list[dict]) -> dict:
     """Per N, from ``gym-motion bench --json`` results: env steps/s, bare MuJoCo Warp steps/s,
     their ratio, the share of a step outside physics, the device memory per env (kB, None
@@ -325,6 +424,7 @@ def main(argv: list[str] | None = None) -> None:
                 det)  # fmt: skip
     small = min(args.num_envs)
     section(f"device_mdp_parity_n{small}", mdp_parity, small, args.device, 100)
+    section(f"learners_on_device_n{small}", learners_on_device, small, args.device, 50)
 
     if not args.no_bench:
         sizes = [str(k) for k in args.num_envs]

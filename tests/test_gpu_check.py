@@ -31,6 +31,11 @@ def test_the_gpu_check_runs_dry_on_the_cpu(tmp_path):
     assert parity["max_obs_diff"] < 1e-3 and parity["max_reward_diff"] < 1e-3
     assert parity["max_robot_pos_diff_m"] < 1e-4
     assert parity["max_reset_state_diff"] == 0.0  # RSI on the device: the host's draws and math
+    learners = result["learners_on_device_n4"]  # each adapter over the device MDP, torch there
+    assert sorted(learners) == ["rsl_rl", "skrl", "torchrl"]
+    for r in learners.values():
+        assert r["device_path"] and r["equal_to_device_arrays"] and r["finite"]
+        assert r["ended"] > 0 and r["env_steps_per_s"] > 0 and r["tensor_device"] == "cpu"
     for mdp in ("host", "device"):  # the whole env, through `gym-motion bench --mdp`
         rows = result[f"env_against_bare_physics_{mdp}_mdp"]
         assert sorted(rows) == ["4", "8"]
@@ -62,6 +67,7 @@ def test_a_failed_section_is_written_as_its_error_and_the_others_still_run(
     monkeypatch.setattr(gpu_check, "mdp_parity", broken)
     monkeypatch.setattr(gpu_check, "startup", lambda *a: {"env_steps_per_s": 1.0})
     monkeypatch.setattr(gpu_check, "reproducibility", lambda *a: {"bit_equal": True})
+    monkeypatch.setattr(gpu_check, "learners_on_device", lambda *a: {})
     with pytest.raises(SystemExit, match="failed sections .*: device_mdp_parity_n4"):
         gpu_check.main(["--device", "cpu", "--num-envs", "4", "--warm-only", "--no-bench",
                         "--out", str(tmp_path)])  # fmt: skip
