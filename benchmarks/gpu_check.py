@@ -225,10 +225,24 @@ def mdp_parity(n: int, device: str, steps: int) -> dict:
 def _learners() -> dict[str, Callable]:
     """Adapter name -> a function (env, torch device) -> (step(actions) -> (observations,
     reward, done) tensors, whether it took the device path); the adapters of the libraries
-    installed here (a GPU machine may lack some)."""
+    installed here (a GPU machine may lack some), after the env's own `step_on_device`."""
     import importlib.util
 
-    made: dict[str, Callable] = {}
+    import torch
+    import warp as wp
+
+    def env_itself(env, device):  # the baseline: what each adapter adds is over this
+        env.reset()
+
+        def step(x):
+            reward, terminated, truncated, _ = env.step_on_device(x)
+            arrays = env.device_arrays()
+            done = torch.from_numpy(terminated | truncated)
+            return wp.to_torch(arrays["policy"]), wp.to_torch(arrays["reward"]), done
+
+        return step, True
+
+    made: dict[str, Callable] = {"step_on_device": env_itself}
     if importlib.util.find_spec("rsl_rl"):
 
         def rsl_rl(env, device):
@@ -273,11 +287,13 @@ def _learners() -> dict[str, Callable]:
     return made
 
 
-def learners_on_device(n: int, device: str, steps: int) -> dict:
+def learners_on_device(n: int, device: str, steps: int, backend: str = "mjwarp") -> dict:
     """Each installed learner adapter (rsl_rl, skrl, TorchRL) over the device MDP on this
-    device, with torch there: whether it took the device path (no host copies of the
-    observations), its env steps/s over `steps` steps of normal actions (std 1) made by torch
-    on the device (autoresets included), whether its observations and rewards equal the
+    device, with torch there, after the env's own `step_on_device` (the baseline): whether it
+    took the device path (no host copies of the observations), its env steps/s over `steps`
+    steps of normal actions (std 1) made by torch on the device (autoresets included; the
+    first step, which compiles and captures, untimed) and ms per step, whether its
+    observations and rewards equal the
     env's device arrays bit for bit at every step, whether they are finite, and how many
     episodes ended."""
     import dataclasses
@@ -288,9 +304,11 @@ def learners_on_device(n: int, device: str, steps: int) -> dict:
     from gym_motion.envs import TrackingEnvCfg, TrackingVecEnv
     from gym_motion.envs.config import BackendCfg
 
-    cfg = dataclasses.replace(TrackingEnvCfg(), backend=BackendCfg(name="mjwarp", device=device,
-                                                                  mdp="device"))  # fmt: skip
-    mode = {"rsl_rl": "same_step", "skrl": "same_step", "torchrl": "disabled"}
+    warp_device = device if backend == "mjwarp" else None  # others: the MDP on Warp's CPU
+    cfg = dataclasses.replace(TrackingEnvCfg(), backend=BackendCfg(
+        name=backend, device=warp_device, mdp="device"))  # fmt: skip
+    mode = {"rsl_rl": "same_step", "skrl": "same_step", "torchrl": "disabled",
+            "step_on_device": "same_step"}  # fmt: skip
     out: dict = {}
     for name, make in _learners().items():
         kwargs = {"action_bound": 1.0} if name == "torchrl" else {}
@@ -312,6 +330,7 @@ def learners_on_device(n: int, device: str, steps: int) -> dict:
             finite &= bool(torch.isfinite(obs).all() and torch.isfinite(reward).all())
             ended += int(done.sum())
         out[name] = {"device_path": bool(on_device), "env_steps_per_s": n * steps / elapsed,
+                     "ms_per_step": 1e3 * elapsed / steps,
                      "equal_to_device_arrays": same, "finite": finite, "ended": ended,
                      "tensor_device": str(obs.device)}  # fmt: skip
         env.close()

@@ -32,7 +32,7 @@ def test_the_gpu_check_runs_dry_on_the_cpu(tmp_path):
     assert parity["max_robot_pos_diff_m"] < 1e-4
     assert parity["max_reset_state_diff"] == 0.0  # RSI on the device: the host's draws and math
     learners = result["learners_on_device_n4"]  # each adapter over the device MDP, torch there
-    assert sorted(learners) == ["rsl_rl", "skrl", "torchrl"]
+    assert sorted(learners) == ["rsl_rl", "skrl", "step_on_device", "torchrl"]
     for r in learners.values():
         assert r["device_path"] and r["equal_to_device_arrays"] and r["finite"]
         assert r["ended"] > 0 and r["env_steps_per_s"] > 0 and r["tensor_device"] == "cpu"
