@@ -45,6 +45,25 @@ def launch(kernel, dim: int, *args) -> list:
     return [a.numpy() if isinstance(a, wp.array) else a for a in wargs]
 
 
+def test_every_device_kernel_module_is_built_without_fused_multiply_adds():
+    """Warp fuses a multiply and a following add on CUDA by default (one rounding where the
+    host's Numba kernels round twice: a 1-ulp drift in a fifth of the joint targets, then in
+    the physics); on Warp's CPU device it never fuses, so only this option holds the twins
+    together on a GPU. Every module of `gym_motion.kernels.device` with a kernel sets it."""
+    import importlib
+    import pkgutil
+
+    import gym_motion.kernels.device as package
+
+    with_kernels = []
+    for info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        if any(isinstance(v, wp.Kernel) for v in vars(module).values()):
+            with_kernels.append(info.name)
+            assert wp.get_module(module.__name__).options["fuse_fp"] is False, info.name
+    assert len(with_kernels) >= 9  # actions, command, episode, metrics, observations, ...
+
+
 def _bodies(rng, n, noise=0.2):
     ref = f32(rng.uniform(-1.0, 1.0, (n, N_BODIES, 3)) + [0.0, 0.0, 0.8])
     robot = f32(ref + rng.normal(0.0, noise, ref.shape))

@@ -7,6 +7,9 @@ import warp as wp
 
 from gym_motion.kernels.actions import MAX_TARGET
 
+# no fused multiply-adds on CUDA (its default): the host kernels' operations, one rounding each
+wp.set_module_options({"fuse_fp": False})
+
 
 @wp.kernel
 def count_bad_actions(

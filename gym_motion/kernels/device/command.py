@@ -8,6 +8,9 @@ import warp as wp
 
 from gym_motion.kernels.device.quat import quat_mul, quat_rotate, row3, row4, vec4_at, yaw_quat
 
+# no fused multiply-adds on CUDA (its default): the host kernels' operations, one rounding each
+wp.set_module_options({"fuse_fp": False})
+
 
 @wp.kernel
 def reference_step(

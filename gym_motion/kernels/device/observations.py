@@ -16,6 +16,9 @@ from gym_motion.kernels.device.quat import (
     vec4_at,
 )
 
+# no fused multiply-adds on CUDA (its default): the host kernels' operations, one rounding each
+wp.set_module_options({"fuse_fp": False})
+
 
 @wp.kernel
 def pos_in_frame(

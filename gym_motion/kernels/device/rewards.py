@@ -8,6 +8,9 @@ import warp as wp
 
 from gym_motion.kernels.device.quat import quat_angle_between, row3, row4, vec3_at, vec4_at
 
+# no fused multiply-adds on CUDA (its default): the host kernels' operations, one rounding each
+wp.set_module_options({"fuse_fp": False})
+
 
 @wp.kernel
 def anchor_pos_exp(
