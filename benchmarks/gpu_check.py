@@ -174,7 +174,9 @@ def mdp_parity(n: int, device: str, steps: int) -> dict:
     flags (terminated, truncated) differ (None: none did; a flag near a threshold may flip
     from float32 rounding, and the runs then part), and the largest differences of
     observations and rewards before it, of the robot state after the first reset (RSI on
-    the device) and of the robot state read back at the end."""
+    the device) and of the robot state read back at the end; and whether the backend and the
+    device MDP still capture their launch sequences as graphs (a failed capture warns and
+    runs them eagerly), with each graph's capture time."""
     import dataclasses
 
     import warp as wp
@@ -217,6 +219,12 @@ def mdp_parity(n: int, device: str, steps: int) -> dict:
             diff = float(np.abs(arrays[group].numpy() - values).max())
             r["max_obs_diff"] = max(r["max_obs_diff"], diff)
     r["max_robot_pos_diff_m"] = float(np.abs(dev.state.robot.pos_w - host.state.robot.pos_w).max())
+    # a capture that failed only warns and runs eagerly (slower, same results): say so here
+    graphs = dev._device_mdp.graphs
+    r["graphs"] = {
+        "backend_capture": dev.backend.capture, "backend_capture_s": dict(dev.backend.capture_s),
+        "mdp_capture": graphs.capture, "mdp_capture_s": dict(graphs.capture_s),
+    }  # fmt: skip
     host.close()
     dev.close()
     return r

@@ -31,6 +31,9 @@ def test_the_gpu_check_runs_dry_on_the_cpu(tmp_path):
     assert parity["max_obs_diff"] < 1e-3 and parity["max_reward_diff"] < 1e-3
     assert parity["max_robot_pos_diff_m"] < 1e-4
     assert parity["max_reset_state_diff"] == 0.0  # RSI on the device: the host's draws and math
+    graphs = parity["graphs"]  # Warp's CPU device records graphs too: every sequence captured
+    assert graphs["backend_capture"] and graphs["mdp_capture"]
+    assert "step" in graphs["mdp_capture_s"] and "step" in graphs["backend_capture_s"]
     learners = result["learners_on_device_n4"]  # each adapter over the device MDP, torch there
     assert sorted(learners) == ["rsl_rl", "skrl", "step_on_device", "torchrl"]
     for r in learners.values():

@@ -104,6 +104,8 @@ class Copies:
 
     def download(self, pairs: list[tuple[wp.array, np.ndarray]]) -> None:
         """``host[...] = device`` for each (device array, NumPy array) of equal shapes."""
+        if not pairs:
+            return
         self.moved["to_host"] += sum(dev.size * itemsize(dev) for dev, _ in pairs)
         if not self._cuda:
             for dev, host in pairs:

@@ -494,9 +494,12 @@ class DeviceMDP:
             if wrapped is None:  # Warp's handle on torch's stream, made once per stream
                 wrapped = self._torch_streams[current.cuda_stream] = wp.stream_from_torch(current)
             others.append(wrapped)
-        for other in others:
-            if other.cuda_stream != self.stream.cuda_stream:
-                self.stream.wait_stream(other)
+        # under the device's context: torch's legacy default stream is handle 0, which CUDA
+        # resolves in the current context (another GPU's, in a process that uses several)
+        with wp.ScopedDevice(device):
+            for other in others:
+                if other.cuda_stream != self.stream.cuda_stream:
+                    self.stream.wait_stream(other)
 
     @_on_stream
     def act(self, actions: Any, held: np.ndarray) -> wp.array | np.ndarray:
