@@ -121,6 +121,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, float]]:
         print(f"{steps} steps: episode length {log.get('episode/length', float('nan')):.1f}")
     writer.close()
     collector.shutdown()
+    torchrl_env.close()
     return history
 
 

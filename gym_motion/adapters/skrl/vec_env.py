@@ -62,13 +62,19 @@ class SkrlVecEnv(Wrapper):
     (skrl's trainers call it every step unless ``headless``).
 
     Raises:
-        ValueError: the env is not in SAME_STEP mode or not (a wrapper around) a
-            `TrackingVecEnv`; at `step`, actions of the wrong shape or non-finite (the env
-            names the rows), or the env's info already holds `key`.
+        ValueError: `env` is not a vector env, not in SAME_STEP mode, not (a wrapper around) a
+            `TrackingVecEnv`, or wrapped in one that writes info[key] (gymnasium's
+            ``RecordEpisodeStatistics`` writes "episode"); at `step`, actions of the wrong
+            shape or non-finite (the env names the rows), or the env's info already holds
+            `key`.
+        RuntimeError: `reset` or `step` after the env was closed.
     """
 
     def __init__(self, env: gym.vector.VectorEnv, device: str | torch.device = "cpu",
                  key: str = "episode"):  # fmt: skip
+        if not isinstance(env, gym.vector.VectorEnv):
+            raise ValueError("SkrlVecEnv needs a vector env (a TrackingVecEnv, or one from "
+                             f"gymnasium.make_vec), got {type(env).__name__}")  # fmt: skip
         mode = getattr(env, "autoreset_mode", None) or env.metadata.get("autoreset_mode")
         if mode is None or AutoresetMode(mode) is not AutoresetMode.SAME_STEP:
             raise ValueError(
@@ -78,6 +84,15 @@ class SkrlVecEnv(Wrapper):
         base = env.unwrapped
         if not hasattr(base, "device_arrays"):
             raise ValueError(f"SkrlVecEnv needs a TrackingVecEnv, got {type(base).__name__}")
+        layer = env
+        while isinstance(layer, gym.vector.VectorWrapper):  # e.g. RecordEpisodeStatistics
+            if getattr(layer, "_stats_key", None) == key:
+                raise ValueError(
+                    f"SkrlVecEnv: {type(layer).__name__} writes info[{key!r}], where "
+                    "SkrlVecEnv puts skrl's statistics; drop it, or pass key='...' (and set "
+                    "skrl's trainer environment_info to it)"
+                )
+            layer = layer.env
         super().__init__(env)
         self._device = torch.device(device)
         self._base = base
@@ -111,6 +126,8 @@ class SkrlVecEnv(Wrapper):
         """The observations (N, D) and info: the env is reset on the first call only (it resets
         its envs itself as their episodes end; skrl calls `reset` at the start of every
         ``train`` and ``eval``)."""
+        if getattr(self._base, "closed", False):
+            raise RuntimeError("SkrlVecEnv: the env is closed")
         if self._obs is None:
             obs, self._info = self._env.reset()
             self._obs = self._tensors(obs)

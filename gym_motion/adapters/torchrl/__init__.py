@@ -7,8 +7,9 @@
   and every ``final/*`` episode result, present in each step's tensordict, zeros where no
   episode ended) and `tracking_means` (`TrackingStats` means of a collected batch).
 
-TorchRL refuses NEXT_STEP; wrap the env in DISABLED autoreset mode (its preferred one: TorchRL
-resets ended envs itself, through ``reset(options={"reset_mask": ...})``). Install with
+Create the env in DISABLED autoreset mode (TorchRL resets ended envs itself, through
+``reset(options={"reset_mask": ...})``): `TorchRLVecEnv` needs it; TorchRL's ``GymWrapper``
+takes SAME_STEP too and refuses NEXT_STEP. Install with
 ``pip install -e ".[torchrl]"``. The names below are imported on first use::
 
     from gym_motion.adapters.torchrl import TorchRLVecEnv, tracking_info_reader, tracking_means

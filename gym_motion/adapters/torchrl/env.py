@@ -60,11 +60,15 @@ class TorchRLVecEnv(EnvBase):
     hold the env's values, ``("next", "done")`` being the mask.
 
     Raises:
-        ValueError: the env is not in DISABLED mode or not (a wrapper around) a
-            `TrackingVecEnv`; at a step, actions the env refuses (it names the rows).
+        ValueError: `env` is not a vector env, not in DISABLED mode, or not (a wrapper around)
+            a `TrackingVecEnv`; at a step, actions the env refuses (it names the rows).
+        KeyError: at a step, a tensordict without "action".
     """
 
     def __init__(self, env: gym.vector.VectorEnv, device: str | torch.device = "cpu"):
+        if not isinstance(env, gym.vector.VectorEnv):
+            raise ValueError("TorchRLVecEnv needs a vector env (a TrackingVecEnv, or one from "
+                             f"gymnasium.make_vec), got {type(env).__name__}")  # fmt: skip
         mode = getattr(env, "autoreset_mode", None) or env.metadata.get("autoreset_mode")
         if mode is None or AutoresetMode(mode) is not AutoresetMode.DISABLED:
             raise ValueError(
@@ -104,6 +108,7 @@ class TorchRLVecEnv(EnvBase):
         # a wrapper's transforms apply to the NumPy results only: then those are taken
         self._on_device = env is base and shares_mdp_device(base, device)
         self._seed: int | None = None
+        self.is_closed = False  # EnvBase starts "closed"; `close` (or garbage) closes `env`
 
     def _reset(self, tensordict: TensorDictBase | None = None, **kwargs: Any) -> TensorDictBase:
         """Reset the rows of ``tensordict["_reset"]`` (N, 1) bool (a masked reset, as
@@ -122,8 +127,15 @@ class TorchRLVecEnv(EnvBase):
                           batch_size=self.batch_size, device=self.device)  # fmt: skip
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
-        """One control step of every env with ``tensordict["action"]`` (N, A)."""
-        action = tensordict.get("action").detach()
+        """One control step of every env with ``tensordict["action"]`` (N, A).
+
+        Raises:
+            KeyError: the tensordict has no "action".
+        """
+        action = tensordict.get("action", None)
+        if action is None:
+            raise KeyError("TorchRLVecEnv.step: the tensordict has no 'action' entry (N, A)")
+        action = action.detach()
         n = self.batch_size[0]
         if self._on_device:  # the actions read where they are, the results left there
             *_, info = self._base.step_on_device(action.to(self.device, torch.float32)
@@ -150,7 +162,7 @@ class TorchRLVecEnv(EnvBase):
         self._seed = seed
 
     def close(self, *, raise_if_closed: bool = True) -> None:
-        """Close the env and this wrapper."""
+        """Close the env (once) and this wrapper."""
         if not self.is_closed:
             self._env.close()
         super().close(raise_if_closed=raise_if_closed)

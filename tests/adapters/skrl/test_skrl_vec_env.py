@@ -95,14 +95,25 @@ def test_with_the_device_mdp_tensors_come_from_its_arrays_as_clones():
 
 
 def test_refuses_next_step_mode_other_envs_and_a_taken_info_key():
+    import gymnasium as gym
+
+    from gym_motion.envs.single import TrackingEnv
+
     with pytest.raises(ValueError, match="SAME_STEP"):
         SkrlVecEnv(TrackingVecEnv(2))
+    with pytest.raises(ValueError, match="needs a vector env .*got TrackingEnv"):
+        SkrlVecEnv(TrackingEnv())
+    stats = gym.wrappers.vector.RecordEpisodeStatistics(_env())
+    with pytest.raises(ValueError, match="RecordEpisodeStatistics writes info\\['episode'\\]"):
+        SkrlVecEnv(stats)  # refused when built, not when its first episode ends
+    SkrlVecEnv(stats, key="tracking")
     with pytest.raises(ValueError, match="SkrlVecEnv needs a TrackingVecEnv, got SyncVectorEnv"):
-        import gymnasium as gym
-
         SkrlVecEnv(gym.make_vec("Pendulum-v1", 2, vectorization_mode="sync",
                                 vector_kwargs={"autoreset_mode": "SameStep"}))  # fmt: skip
     env = SkrlVecEnv(_env(), key="reward/body_pos")
     env.reset()
     with pytest.raises(ValueError, match="already has 'reward/body_pos'"):
         env.step(torch.zeros(N, 29))
+    env.close()
+    with pytest.raises(RuntimeError, match="the env is closed"):
+        env.reset()  # not the last observations, cached

@@ -111,6 +111,18 @@ def test_with_the_device_mdp_entries_come_from_its_arrays():
         torch.testing.assert_close(x, y, **tol, msg=str(key))
 
 
+def test_close_closes_the_env_once_and_a_step_needs_an_action():
+    env = TorchRLVecEnv(_env())
+    td = env.reset()
+    with pytest.raises(KeyError, match="no 'action' entry"):
+        env.step(td)
+    env.close()
+    assert env._env.closed and env.is_closed
+    env.close(raise_if_closed=False)  # a second close leaves the env as it is
+    with pytest.raises(RuntimeError, match="TrackingVecEnv is closed"):
+        env.reset()
+
+
 def test_a_seed_repeats_the_rollout_and_bad_envs_are_refused():
     env = TorchRLVecEnv(_env())
     env.set_seed(3)
@@ -119,6 +131,10 @@ def test_a_seed_repeats_the_rollout_and_bad_envs_are_refused():
     torch.testing.assert_close(_rollout(env), first, rtol=0, atol=0)
     with pytest.raises(ValueError, match="DISABLED"):
         TorchRLVecEnv(TrackingVecEnv(2, autoreset_mode="same_step"))
+    with pytest.raises(ValueError, match="needs a vector env .*got TrackingEnv"):
+        from gym_motion.envs.single import TrackingEnv
+
+        TorchRLVecEnv(TrackingEnv())
     with pytest.raises(ValueError, match="TorchRLVecEnv needs a TrackingVecEnv, got SyncVectorEnv"):
         import gymnasium as gym
 
