@@ -54,10 +54,10 @@ class TorchRLVecEnv(EnvBase):
 
     Batch size (N,). Specs: ``observation`` (N, D) float32 (``policy`` (N, 160) and ``critic``
     (N, 286) in dict mode) and each `info_keys` entry (N,) with its dtype; ``action`` (N, A)
-    float32 bounded by the env's action space; ``reward`` (N, 1) float32; ``done``,
-    ``terminated``, ``truncated`` (N, 1) bool. Per-step info keys missing from a step (the
-    ``final/*`` results when no episode ended) are zeros; where an episode did not end they
-    hold the env's values, ``("next", "done")`` being the mask.
+    float32 bounded by the env's action space (unbounded where it is infinite); ``reward``
+    (N, 1) float32; ``done``, ``terminated``, ``truncated`` (N, 1) bool. Per-step info keys
+    missing from a step (the ``final/*`` results when no episode ended) are zeros; where an
+    episode did not end they hold the env's values, ``("next", "done")`` being the mask.
 
     Raises:
         ValueError: `env` is not a vector env, not in DISABLED mode, or not (a wrapper around)
@@ -95,11 +95,14 @@ class TorchRLVecEnv(EnvBase):
             shape=(n,),
         )
         act = env.single_action_space
-        self.action_spec = Bounded(
-            low=torch.as_tensor(np.broadcast_to(act.low, (n, *act.shape)).copy()),
-            high=torch.as_tensor(np.broadcast_to(act.high, (n, *act.shape)).copy()),
-            shape=(n, *act.shape), dtype=torch.float32, device=device,
-        )  # fmt: skip
+        if np.isfinite(act.low).all() and np.isfinite(act.high).all():
+            self.action_spec = Bounded(
+                low=torch.as_tensor(np.broadcast_to(act.low, (n, *act.shape)).copy()),
+                high=torch.as_tensor(np.broadcast_to(act.high, (n, *act.shape)).copy()),
+                shape=(n, *act.shape), dtype=torch.float32, device=device,
+            )  # fmt: skip
+        else:  # e.g. under gymnasium's ClipAction: TorchRL would draw non-finite samples
+            self.action_spec = Unbounded((n, *act.shape), dtype=torch.float32, device=device)
         self.reward_spec = Unbounded((n, 1), dtype=torch.float32, device=device)
         self.done_spec = Composite(
             {k: Categorical(2, (n, 1), dtype=torch.bool, device=device) for k in _FLAGS},

@@ -111,6 +111,18 @@ def test_with_the_device_mdp_entries_come_from_its_arrays():
         torch.testing.assert_close(x, y, **tol, msg=str(key))
 
 
+def test_an_infinite_action_space_is_unbounded():
+    """Under gymnasium's ClipAction the action space is (-inf, inf): an unbounded spec, whose
+    random actions (a rollout without a policy) are finite."""
+    import gymnasium as gym
+
+    env = TorchRLVecEnv(gym.wrappers.vector.ClipAction(_env()))
+    from torchrl.data import Unbounded
+
+    assert isinstance(env.action_spec, Unbounded)
+    assert env.rollout(3)["next", "reward"].isfinite().all()
+
+
 def test_close_closes_the_env_once_and_a_step_needs_an_action():
     env = TorchRLVecEnv(_env())
     td = env.reset()
