@@ -16,7 +16,9 @@ Measures, on one device, and prints as it goes (and writes ``<out>/gpu_check.jso
    and the reset states' difference, RSI being on the device); then each installed learner
    adapter (rsl_rl, skrl, TorchRL) over the device MDP with torch on the device
    (`learners_on_device`: the device path taken, env steps/s through it, its tensors equal to
-   the env's device arrays);
+   the env's device arrays); then a real policy tracking its clip with each MDP
+   (`tracking_policy`: the shipped tracker on the default motion, and ``--onnx`` on
+   ``--onnx-motion`` when given);
 4. throughput at each N: ``benchmarks/bench_mjwarp.py`` (backend phases, physics-only limit)
    and ``gym-motion bench --backend mjwarp`` (the whole env), each in its own process;
 5. the env against bare MuJoCo Warp at each N, from that bench, once with the MDP on the host
@@ -30,6 +32,7 @@ Measures, on one device, and prints as it goes (and writes ``<out>/gpu_check.jso
 Usage (repo root, on the GPU machine)::
 
     python benchmarks/gpu_check.py --out gpu_check            # cuda:0, N = 1024 ... 16384
+    python benchmarks/gpu_check.py --out gpu_check --onnx B_Fence1.onnx --onnx-motion B_Fence1.npz
     python benchmarks/gpu_check.py --device cpu --num-envs 4 --steps 5 --warm-only --no-bench
                                                               # checks the script on a CPU
 
@@ -345,6 +348,34 @@ def learners_on_device(n: int, device: str, steps: int, backend: str = "mjwarp")
     return out
 
 
+def tracking_policy(out: Path, onnx: str | None, motion: str | None) -> dict:
+    """A real policy tracking its clip on MuJoCo Warp on its default device (cuda:0 where Warp
+    lists a GPU), with the MDP on the host and on the device (``gym-motion eval ... --backend
+    mjwarp --mdp host|device``, each in its own process): the shipped tracker on the
+    embedded default motion, and `onnx` on `motion` one clip frame per step (an mjlab policy
+    such as B_Fence1) when given. Per run: steps survived of the clip's, MPKPE (mm), how the
+    episode ended."""
+    runs = {"tracker": ["--policy", "tracker"]}
+    if onnx is not None:
+        runs[Path(onnx).stem] = ["--onnx", onnx, "--frame-per-step"]
+        runs[Path(onnx).stem] += ["--motion", motion] if motion is not None else []
+    result: dict = {}
+    for name, policy in runs.items():
+        for mdp in ("host", "device"):
+            path = out / f"eval_{name}_{mdp}_mdp.json"
+            cmd = [sys.executable, "-m", "gym_motion.cli", "eval", *policy, "--backend",
+                   "mjwarp", "--mdp", mdp, "--json", str(path)]  # fmt: skip
+            proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+            if proc.returncode != 0 or not path.exists():
+                return {"error": f"{' '.join(cmd)}: {proc.stderr[-2000:]}"}
+            clip = next(iter(json.loads(path.read_text())["clips"].values()))
+            result[f"{name}_{mdp}_mdp"] = {
+                "steps": clip["episode_length"], "clip_steps": clip["max_episode_steps"],
+                "mpkpe_mm": clip["mpkpe_mm"], "ended": clip["terminations"],
+            }  # fmt: skip
+    return result
+
+
 def against_physics(bench: dict | list[dict]) -> dict:
     """Per N, from ``gym-motion bench --json`` results: env steps/s, bare MuJoCo Warp steps/s,
     their ratio, the share of a step outside physics, the device memory per env (kB, None
@@ -406,6 +437,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--out", default="gpu_check", help="folder of the results")
     p.add_argument("--warm-only", action="store_true", help="skip the empty-cache start-up")
     p.add_argument("--no-bench", action="store_true", help="skip the throughput tools")
+    p.add_argument("--onnx", help="an ONNX tracking policy to play too (e.g. B_Fence1.onnx)")
+    p.add_argument("--onnx-motion", help="its clip npz, played one frame per step")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     args.device = args.device or None
@@ -452,6 +485,7 @@ def main(argv: list[str] | None = None) -> None:
     small = min(args.num_envs)
     section(f"device_mdp_parity_n{small}", mdp_parity, small, args.device, 100)
     section(f"learners_on_device_n{small}", learners_on_device, small, args.device, 50)
+    section("tracking_policy", tracking_policy, out, args.onnx, args.onnx_motion)
 
     if not args.no_bench:
         sizes = [str(k) for k in args.num_envs]

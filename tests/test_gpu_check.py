@@ -34,6 +34,10 @@ def test_the_gpu_check_runs_dry_on_the_cpu(tmp_path):
     graphs = parity["graphs"]  # Warp's CPU device records graphs too: every sequence captured
     assert graphs["backend_capture"] and graphs["mdp_capture"]
     assert "step" in graphs["mdp_capture_s"] and "step" in graphs["backend_capture_s"]
+    tracking = result["tracking_policy"]  # the shipped tracker through each MDP, on `mjwarp`
+    for mdp in ("host", "device"):
+        run = tracking[f"tracker_{mdp}_mdp"]
+        assert run["steps"] == run["clip_steps"] == 400 and run["mpkpe_mm"] < 100.0
     learners = result["learners_on_device_n4"]  # each adapter over the device MDP, torch there
     assert sorted(learners) == ["rsl_rl", "skrl", "step_on_device", "torchrl"]
     for r in learners.values():
@@ -71,6 +75,7 @@ def test_a_failed_section_is_written_as_its_error_and_the_others_still_run(
     monkeypatch.setattr(gpu_check, "startup", lambda *a: {"env_steps_per_s": 1.0})
     monkeypatch.setattr(gpu_check, "reproducibility", lambda *a: {"bit_equal": True})
     monkeypatch.setattr(gpu_check, "learners_on_device", lambda *a: {})
+    monkeypatch.setattr(gpu_check, "tracking_policy", lambda *a: {})
     with pytest.raises(SystemExit, match="failed sections .*: device_mdp_parity_n4"):
         gpu_check.main(["--device", "cpu", "--num-envs", "4", "--warm-only", "--no-bench",
                         "--out", str(tmp_path)])  # fmt: skip
