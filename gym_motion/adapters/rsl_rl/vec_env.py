@@ -45,10 +45,10 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch
-from gymnasium.vector import AutoresetMode
 from rsl_rl.env import VecEnv
 from tensordict import TensorDict
 
+from gym_motion.adapters import tracking_vec_env
 from gym_motion.adapters.torch_device import shares_mdp_device
 from gym_motion.envs.stats import TrackingStats, tracking_terms
 
@@ -99,8 +99,8 @@ class RslRlVecEnv(VecEnv):
     ``extras["log"]`` as in the module docstring. All on `device`.
 
     Raises:
-        ValueError: the env is not in SAME_STEP mode, or is not (a wrapper around) a
-            `TrackingVecEnv`.
+        ValueError: `env` is not a vector env, not in SAME_STEP mode, or not (a wrapper
+            around) a `TrackingVecEnv` (`gym_motion.adapters.tracking_vec_env`).
     """
 
     def __init__(
@@ -109,16 +109,8 @@ class RslRlVecEnv(VecEnv):
         device: str | torch.device = "cpu",
         clip_actions: float | None = None,
     ):
-        mode = getattr(env, "autoreset_mode", None) or env.metadata.get("autoreset_mode")
-        if mode is None or AutoresetMode(mode) is not AutoresetMode.SAME_STEP:
-            raise ValueError(
-                "RslRlVecEnv needs the env in SAME_STEP autoreset mode (rsl_rl expects the next "
-                f"episode's first observation on the step an episode ends), got {mode!r}; "
-                "create it with autoreset_mode='same_step'"
-            )
-        base = env.unwrapped
-        if not hasattr(base, "time_limit_offset"):
-            raise ValueError(f"RslRlVecEnv needs a TrackingVecEnv, got {type(base).__name__}")
+        why = "rsl_rl expects the next episode's first observation on the step an episode ends"
+        base = tracking_vec_env(env, "same_step", "RslRlVecEnv", why)
         if clip_actions is not None and not clip_actions > 0:
             raise ValueError(f"clip_actions must be > 0 or None, got {clip_actions}")
         self.env = env

@@ -25,9 +25,9 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch
-from gymnasium.vector import AutoresetMode
 from skrl.envs.wrappers.torch.base import Wrapper
 
+from gym_motion.adapters import tracking_vec_env
 from gym_motion.adapters.skrl.info import step_statistics
 from gym_motion.adapters.torch_device import shares_mdp_device
 from gym_motion.envs.stats import TrackingStats, tracking_terms
@@ -72,18 +72,8 @@ class SkrlVecEnv(Wrapper):
 
     def __init__(self, env: gym.vector.VectorEnv, device: str | torch.device = "cpu",
                  key: str = "episode"):  # fmt: skip
-        if not isinstance(env, gym.vector.VectorEnv):
-            raise ValueError("SkrlVecEnv needs a vector env (a TrackingVecEnv, or one from "
-                             f"gymnasium.make_vec), got {type(env).__name__}")  # fmt: skip
-        mode = getattr(env, "autoreset_mode", None) or env.metadata.get("autoreset_mode")
-        if mode is None or AutoresetMode(mode) is not AutoresetMode.SAME_STEP:
-            raise ValueError(
-                "SkrlVecEnv needs the env in SAME_STEP autoreset mode (skrl steps on with the "
-                f"returned observation), got {mode!r}; create it with autoreset_mode='same_step'"
-            )
-        base = env.unwrapped
-        if not hasattr(base, "device_arrays"):
-            raise ValueError(f"SkrlVecEnv needs a TrackingVecEnv, got {type(base).__name__}")
+        base = tracking_vec_env(env, "same_step", "SkrlVecEnv",
+                                "skrl steps on with the returned observation")  # fmt: skip
         layer = env
         while isinstance(layer, gym.vector.VectorWrapper):  # e.g. RecordEpisodeStatistics
             if getattr(layer, "_stats_key", None) == key:

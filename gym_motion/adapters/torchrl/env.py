@@ -27,11 +27,11 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch
-from gymnasium.vector import AutoresetMode
 from tensordict import TensorDict, TensorDictBase
 from torchrl.data import Bounded, Categorical, Composite, Unbounded
 from torchrl.envs import EnvBase
 
+from gym_motion.adapters import tracking_vec_env
 from gym_motion.adapters.torch_device import shares_mdp_device
 from gym_motion.adapters.torchrl.info import info_keys
 
@@ -66,18 +66,8 @@ class TorchRLVecEnv(EnvBase):
     """
 
     def __init__(self, env: gym.vector.VectorEnv, device: str | torch.device = "cpu"):
-        if not isinstance(env, gym.vector.VectorEnv):
-            raise ValueError("TorchRLVecEnv needs a vector env (a TrackingVecEnv, or one from "
-                             f"gymnasium.make_vec), got {type(env).__name__}")  # fmt: skip
-        mode = getattr(env, "autoreset_mode", None) or env.metadata.get("autoreset_mode")
-        if mode is None or AutoresetMode(mode) is not AutoresetMode.DISABLED:
-            raise ValueError(
-                "TorchRLVecEnv needs the env in DISABLED autoreset mode (TorchRL resets ended "
-                f"envs itself), got {mode!r}; create it with autoreset_mode='disabled'"
-            )
-        base = env.unwrapped
-        if not hasattr(base, "device_arrays"):
-            raise ValueError(f"TorchRLVecEnv needs a TrackingVecEnv, got {type(base).__name__}")
+        base = tracking_vec_env(env, "disabled", "TorchRLVecEnv",
+                                "TorchRL resets ended envs itself")  # fmt: skip
         n = int(env.num_envs)
         device = torch.device(device)
         super().__init__(device=device, batch_size=torch.Size([n]))
