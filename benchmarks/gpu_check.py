@@ -357,22 +357,26 @@ def tracking_policy(out: Path, onnx: str | None, motion: str | None) -> dict:
     episode ended."""
     runs = {"tracker": ["--policy", "tracker"]}
     if onnx is not None:
-        runs[Path(onnx).stem] = ["--onnx", onnx, "--frame-per-step"]
-        runs[Path(onnx).stem] += ["--motion", motion] if motion is not None else []
+        runs[Path(onnx).stem] = ["--onnx", str(Path(onnx).resolve()), "--frame-per-step"]
+        runs[Path(onnx).stem] += [] if motion is None else ["--motion", str(Path(motion).resolve())]
     result: dict = {}
+    errors = []
     for name, policy in runs.items():
         for mdp in ("host", "device"):
-            path = out / f"eval_{name}_{mdp}_mdp.json"
+            path = (out / f"eval_{name}_{mdp}_mdp.json").resolve()
             cmd = [sys.executable, "-m", "gym_motion.cli", "eval", *policy, "--backend",
                    "mjwarp", "--mdp", mdp, "--json", str(path)]  # fmt: skip
             proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
-            if proc.returncode != 0 or not path.exists():
-                return {"error": f"{' '.join(cmd)}: {proc.stderr[-2000:]}"}
+            if proc.returncode != 0 or not path.exists():  # the other runs still run
+                errors.append(f"{' '.join(cmd)}: {proc.stderr[-2000:]}")
+                continue
             clip = next(iter(json.loads(path.read_text())["clips"].values()))
             result[f"{name}_{mdp}_mdp"] = {
                 "steps": clip["episode_length"], "clip_steps": clip["max_episode_steps"],
                 "mpkpe_mm": clip["mpkpe_mm"], "ended": clip["terminations"],
             }  # fmt: skip
+    if errors:
+        result["error"] = "\n".join(errors)
     return result
 
 
@@ -441,6 +445,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--onnx-motion", help="its clip npz, played one frame per step")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.onnx_motion is not None and args.onnx is None:
+        p.error("--onnx-motion plays the clip of an --onnx policy: give --onnx too")
     args.device = args.device or None
     if args.child:
         _child(args)

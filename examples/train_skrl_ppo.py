@@ -4,8 +4,8 @@ The batched env runs in SAME_STEP autoreset mode (skrl steps on with the observa
 returns, which must be the next episode's first for an env that ended); `SkrlVecEnv` gives skrl
 torch tensors on its device and puts the per-term rewards, episode results, termination rates and
 tracking errors where skrl's trainer logs them (``info["episode"]``). With ``--backend mjwarp
---mdp device --device cuda:0`` physics and MDP run on the GPU and the tensors never pass through
-host memory (`TrackingVecEnv.device_arrays`). PPO
+--mdp device --device cuda:0`` physics and MDP run on the GPU and the observations never pass
+through host memory (`TrackingVecEnv.device_arrays`). PPO
 settings follow BeyondMimic's rsl_rl values (`gym_motion.training.rsl_rl.config`'s defaults
 with `BEYONDMIMIC_PPO`) in skrl's names; the actor and critic both read the 160-value policy
 observation.

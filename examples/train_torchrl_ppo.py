@@ -4,8 +4,8 @@
 ended envs itself, through ``reset(options={"reset_mask": ...})``; it refuses NEXT_STEP), with
 the env's per-term rewards and ``final/*`` episode results in every collected tensordict;
 `tracking_means` turns a batch into the logged values. With ``--backend mjwarp --mdp device
---device cuda:0`` physics and MDP run on the GPU and the tensordicts' observations, rewards and
-flags never pass through host memory. The policy is a TanhNormal, whose outputs TorchRL scales
+--device cuda:0`` physics and MDP run on the GPU and the tensordicts' observations never pass
+through host memory. The policy is a TanhNormal, whose outputs TorchRL scales
 to the declared action bounds: the env declares the policy's natural range,
 ``action_bound=1.0`` (one action unit), not the default +/-10. PPO settings follow
 BeyondMimic's rsl_rl values where TorchRL has them.

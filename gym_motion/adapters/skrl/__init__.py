@@ -1,8 +1,9 @@
 """skrl adapter: the env as skrl's trainers step it, and its statistics where they log them.
 
 - `vec_env`: `SkrlVecEnv`, skrl's torch env wrapper over a `TrackingVecEnv`: tensors on the
-  learner's device, taken where the device MDP left them when it runs there (no host copies),
-  and the statistics below in ``info["episode"]``. The way to train with skrl.
+  learner's device, taken where the device MDP left them when it runs there (the observations
+  never on the host), and the statistics below in ``info["episode"]``. The way to train with
+  skrl.
 - `info`: `SkrlInfo`, a gymnasium vector wrapper that puts the step's tracking statistics in
   ``info["episode"]`` as 1-element torch tensors (what skrl's trainers write to TensorBoard) and
   forwards ``call`` / ``get_attr`` / ``set_attr`` (skrl renders through ``env.call("render")``).

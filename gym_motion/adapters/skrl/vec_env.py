@@ -5,7 +5,8 @@ returns torch tensors on one device: observations (N, D), rewards, terminated an
 (N, 1), the info dict, and, for an asymmetric critic, ``state()`` (N, S). skrl's own gymnasium
 wrapper makes them from the NumPy results; this one also takes them where the env's device MDP
 left them (``BackendCfg(mdp="device")``, `TrackingVecEnv.device_arrays`), so that on a GPU the
-observations, rewards and flags never pass through host memory::
+observations never pass through host memory (the reward and flags are the device's too; the
+env also copies those to the host, for its own bookkeeping and the info)::
 
     from skrl.trainers.torch import SequentialTrainer
     from gym_motion.adapters.skrl import SkrlVecEnv
@@ -28,7 +29,7 @@ import torch
 from skrl.envs.wrappers.torch.base import Wrapper
 
 from gym_motion.adapters import tracking_vec_env
-from gym_motion.adapters.skrl.info import step_statistics
+from gym_motion.adapters.skrl.info import SkrlInfo, step_statistics
 from gym_motion.adapters.torch_device import shares_mdp_device
 from gym_motion.envs.stats import TrackingStats, tracking_terms
 
@@ -61,12 +62,18 @@ class SkrlVecEnv(Wrapper):
     tensors (`SkrlInfo`). `render` returns the env's frames with a render mode, else None
     (skrl's trainers call it every step unless ``headless``).
 
+    Seeding: the env resets with its own seed (``TrackingVecEnv(..., seed=)``), not skrl's
+    ``set_seed`` key, which skrl's gymnasium wrapper passes. Time-outs: skrl bootstraps a
+    truncated env from the value of the observation returned, which in SAME_STEP mode is the
+    next episode's first (the episode's last is in ``info["final_obs"]``), as under skrl's own
+    wrapper: an approximation at time-outs.
+
     Raises:
         ValueError: `env` is not a vector env, not in SAME_STEP mode, not (a wrapper around) a
             `TrackingVecEnv`, or wrapped in one that writes info[key] (gymnasium's
-            ``RecordEpisodeStatistics`` writes "episode"); at `step`, actions of the wrong
-            shape or non-finite (the env names the rows), or the env's info already holds
-            `key`.
+            ``RecordEpisodeStatistics`` and `SkrlInfo` write "episode"); at `step`, actions
+            of the wrong shape or non-finite (the env names the rows), or the env's info
+            already holds `key`.
         RuntimeError: `reset` or `step` after the env was closed.
     """
 
@@ -76,14 +83,17 @@ class SkrlVecEnv(Wrapper):
                                 "skrl steps on with the returned observation")  # fmt: skip
         layer = env
         while isinstance(layer, gym.vector.VectorWrapper):  # e.g. RecordEpisodeStatistics
-            if getattr(layer, "_stats_key", None) == key:
+            writes = getattr(layer, "key" if isinstance(layer, SkrlInfo) else "_stats_key", None)
+            if writes == key:
                 raise ValueError(
                     f"SkrlVecEnv: {type(layer).__name__} writes info[{key!r}], where "
                     "SkrlVecEnv puts skrl's statistics; drop it, or pass key='...' (and set "
                     "skrl's trainer environment_info to it)"
                 )
             layer = layer.env
-        super().__init__(env)
+        # skrl's Wrapper.__init__ would resolve a device of its own (a CUDA context on cuda:0
+        # where torch sees a GPU); its three attributes are set here instead
+        self._env, self._unwrapped = env, base
         self._device = torch.device(device)
         self._base = base
         self.key = key

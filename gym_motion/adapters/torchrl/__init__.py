@@ -1,8 +1,8 @@
 """TorchRL adapter: the env as a TorchRL ``EnvBase``, and its info keys for TorchRL's gym wrapper.
 
 - `env`: `TorchRLVecEnv`, a TorchRL env over a `TrackingVecEnv`: tensordicts on the learner's
-  device, taken where the device MDP left them when it runs there (no host copies), with every
-  info key below. The way to train with TorchRL.
+  device, taken where the device MDP left them when it runs there (the observations never on
+  the host), with every info key below. The way to train with TorchRL.
 - `info`: `tracking_info_reader` (an info-dict reader with specs for the per-step reward terms
   and every ``final/*`` episode result, present in each step's tensordict, zeros where no
   episode ended) and `tracking_means` (`TrackingStats` means of a collected batch).

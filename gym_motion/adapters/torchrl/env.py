@@ -2,8 +2,9 @@
 
 TorchRL's ``GymWrapper`` makes each step's tensordict from the NumPy results; this env also
 takes it where the env's device MDP left it (``BackendCfg(mdp="device")``,
-`TrackingVecEnv.device_arrays`), so that on a GPU the observations, rewards and flags never
-pass through host memory::
+`TrackingVecEnv.device_arrays`), so that on a GPU the observations never pass through host
+memory (the reward and flags are the device's too; the env also copies those to the host, for
+its own bookkeeping and the info, which comes up to the device in one copy)::
 
     from torchrl.collectors import Collector
     from gym_motion.adapters.torchrl import TorchRLVecEnv
@@ -46,7 +47,8 @@ class TorchRLVecEnv(EnvBase):
     Args:
         env: a `gym_motion.envs.TrackingVecEnv` (or a gymnasium vector wrapper around one)
             created with ``autoreset_mode="disabled"`` (TorchRL resets ended envs itself, with
-            a ``"_reset"`` mask: ``reset(options={"reset_mask": ...})``).
+            a ``"_reset"`` mask: ``reset(options={"reset_mask": ...})``). `close` closes it;
+            the adapter's collection does not.
         device: torch device of every tensor of the tensordicts. With the env's device MDP on
             that device (and `env` not wrapped) observations, reward and flags are
             device-to-device clones of `TrackingVecEnv.device_arrays`, and the info keys come
@@ -101,7 +103,7 @@ class TorchRLVecEnv(EnvBase):
         # a wrapper's transforms apply to the NumPy results only: then those are taken
         self._on_device = env is base and shares_mdp_device(base, device)
         self._seed: int | None = None
-        self.is_closed = False  # EnvBase starts "closed"; `close` (or garbage) closes `env`
+        self.is_closed = False  # EnvBase starts "closed"; `close` closes `env`
 
     def _reset(self, tensordict: TensorDictBase | None = None, **kwargs: Any) -> TensorDictBase:
         """Reset the rows of ``tensordict["_reset"]`` (N, 1) bool (a masked reset, as
@@ -153,6 +155,10 @@ class TorchRLVecEnv(EnvBase):
     def _set_seed(self, seed: int | None) -> None:
         """The seed of the next full reset."""
         self._seed = seed
+
+    def __del__(self) -> None:
+        """Leave the env open: it is the caller's (EnvBase's own ``__del__`` would close it
+        when this adapter is collected, e.g. after ``check_env_specs(TorchRLVecEnv(env))``)."""
 
     def close(self, *, raise_if_closed: bool = True) -> None:
         """Close the env (once) and this wrapper."""

@@ -35,6 +35,9 @@ def _actions(steps: int) -> list[torch.Tensor]:
 def test_the_host_path_returns_what_skrls_gymnasium_wrapper_returns():
     """Over steps with autoresets (large actions end episodes), the same tensors, shapes and
     dtypes as skrl's own wrapper around `SkrlInfo`, and the same ``info["episode"]``."""
+    import skrl
+
+    skrl.config.torch.key = 0  # the seed skrl's wrapper resets with: the envs' own
     ours, theirs = SkrlVecEnv(_env()), wrap_env(SkrlInfo(_env()), wrapper="gymnasium")
     assert ours.observation_space == theirs.observation_space
     assert ours.action_space == theirs.action_space and ours.state_space is None
@@ -107,6 +110,8 @@ def test_refuses_next_step_mode_other_envs_and_a_taken_info_key():
     with pytest.raises(ValueError, match="RecordEpisodeStatistics writes info\\['episode'\\]"):
         SkrlVecEnv(stats)  # refused when built, not when its first episode ends
     SkrlVecEnv(stats, key="tracking")
+    with pytest.raises(ValueError, match="SkrlInfo writes info\\['episode'\\]"):
+        SkrlVecEnv(SkrlInfo(_env()))  # the statistics twice
     with pytest.raises(ValueError, match="SkrlVecEnv needs a TrackingVecEnv, got SyncVectorEnv"):
         SkrlVecEnv(gym.make_vec("Pendulum-v1", 2, vectorization_mode="sync",
                                 vector_kwargs={"autoreset_mode": "SameStep"}))  # fmt: skip

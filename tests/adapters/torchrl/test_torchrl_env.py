@@ -130,6 +130,12 @@ def test_close_closes_the_env_once_and_a_step_needs_an_action():
         env.step(td)
     env.close()
     assert env._env.closed and env.is_closed
+    import gc
+
+    base = _env()
+    check_env_specs(TorchRLVecEnv(base))
+    gc.collect()
+    assert not base.closed  # the caller's env outlives an adapter it lent itself to
     env.close(raise_if_closed=False)  # a second close leaves the env as it is
     with pytest.raises(RuntimeError, match="TrackingVecEnv is closed"):
         env.reset()
