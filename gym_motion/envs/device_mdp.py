@@ -530,11 +530,11 @@ class DeviceMDP:
             with np.errstate(over="ignore"):  # beyond float32: inf, refused below
                 self._copies.upload_block(self._in_act, {"actions": host, "held": held})
         else:
-            if arr.shape != (n, j) or arr.dtype != wp.float32:
-                raise ValueError(
-                    f"actions on {self.device} must be ({n}, {j}) float32, got {arr.shape} "
-                    f"{wp.types.type_repr(arr.dtype)}"
-                )
+            if arr.shape != (n, j):  # the host MDP's words
+                raise ValueError(f"actions must have shape {(n, j)}, got {arr.shape}")
+            if arr.dtype != wp.float32:
+                raise ValueError(f"actions on {self.device} must be float32, got "
+                                 f"{wp.types.type_repr(arr.dtype)}")  # fmt: skip
             self._copies.upload([(self._flags_in["held"], held)])
             wp.copy(self._actions_in, arr)
         self._bad.zero_()
