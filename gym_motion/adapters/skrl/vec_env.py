@@ -95,7 +95,6 @@ class SkrlVecEnv(Wrapper):
         # where torch sees a GPU); its three attributes are set here instead
         self._env, self._unwrapped = env, base
         self._device = torch.device(device)
-        self._base = base
         self.key = key
         self._dict = base.obs_mode == "dict"
         space = env.single_observation_space
@@ -126,7 +125,7 @@ class SkrlVecEnv(Wrapper):
         """The observations (N, D) and info: the env is reset on the first call only (it resets
         its envs itself as their episodes end; skrl calls `reset` at the start of every
         ``train`` and ``eval``)."""
-        if getattr(self._base, "closed", False):
+        if getattr(self._unwrapped, "closed", False):
             raise RuntimeError("SkrlVecEnv: the env is closed")
         if self._obs is None:
             obs, self._info = self._env.reset()
@@ -140,11 +139,11 @@ class SkrlVecEnv(Wrapper):
         a = torch.as_tensor(actions).detach()
         n, dev = self.num_envs, self._device
         if self._on_device:  # the actions read where they are, the results left there
-            *_, info = self._base.step_on_device(a.to(dev, torch.float32).contiguous())
-            arrays = self._device_tensors(("reward", "terminated", "truncated"))
-            reward, terminated, truncated = arrays["reward"], arrays["terminated"], arrays[
-                "truncated"]  # fmt: skip
-            self._obs = self._tensors(None)
+            *_, info = self._unwrapped.step_on_device(a.to(dev, torch.float32).contiguous())
+            flags = ("reward", "terminated", "truncated")
+            arrays = self._device_tensors((*flags, *self._spaces))
+            reward, terminated, truncated = (arrays.pop(k) for k in flags)
+            self._obs = arrays
         else:
             obs, reward_np, terminated_np, truncated_np, info = self._env.step(
                 a.to("cpu", torch.float32).numpy()
@@ -166,7 +165,7 @@ class SkrlVecEnv(Wrapper):
 
     def render(self, *args: Any, **kwargs: Any) -> Any:
         """The env's frames (`TrackingVecEnv.render`) with a render mode, else None."""
-        if getattr(self._base, "render_mode", None) is None:
+        if getattr(self._unwrapped, "render_mode", None) is None:
             return None
         return self._env.render(*args, **kwargs)
 
@@ -187,5 +186,5 @@ class SkrlVecEnv(Wrapper):
         """Torch clones, on the MDP's device, of the env's device arrays `names`."""
         import warp as wp
 
-        arrays = self._base.device_arrays()
+        arrays = self._unwrapped.device_arrays()
         return {k: wp.to_torch(arrays[k]).clone() for k in names}

@@ -132,23 +132,21 @@ class TorchRLVecEnv(EnvBase):
             raise KeyError("TorchRLVecEnv.step: the tensordict has no 'action' entry (N, A)")
         action = action.detach()
         n = self.batch_size[0]
+        results = ("reward", "terminated", "truncated")
         if self._on_device:  # the actions read where they are, the results left there
-            *_, info = self._base.step_on_device(action.to(self.device, torch.float32)
-                                                 .contiguous())  # fmt: skip
-            out = self._device_tensors({"reward": "reward", "terminated": "terminated",
-                                        "truncated": "truncated"})  # fmt: skip
-            obs = None
+            a = action.to(self.device, torch.float32).contiguous()
+            *_, info = self._base.step_on_device(a)
+            out = self._device_tensors({**self._groups, **{k: k for k in results}})
         else:
-            obs, reward, terminated, truncated, info = self._env.step(
-                action.to("cpu", torch.float32).numpy()
-            )
-            results = {"reward": reward, "terminated": terminated, "truncated": truncated}
-            out = {k: torch.tensor(v, device=self.device) for k, v in results.items()}
-        reward = out["reward"].to(torch.float32).view(n, 1)
-        terminated, truncated = out["terminated"].view(n, 1), out["truncated"].view(n, 1)
+            obs, *values, info = self._env.step(action.to("cpu", torch.float32).numpy())
+            out = {k: torch.tensor(v, device=self.device)
+                   for k, v in zip(results, values, strict=True)}  # fmt: skip
+            out.update(self._observations(obs))
+        reward = out.pop("reward").to(torch.float32).view(n, 1)
+        terminated, truncated = out.pop("terminated").view(n, 1), out.pop("truncated").view(n, 1)
         return TensorDict(
-            {**self._observations(obs), "reward": reward, "terminated": terminated,
-             "truncated": truncated, "done": terminated | truncated, **self._infos(info)},
+            {**out, "reward": reward, "terminated": terminated, "truncated": truncated,
+             "done": terminated | truncated, **self._infos(info)},
             batch_size=self.batch_size, device=self.device,
         )  # fmt: skip
 
