@@ -55,6 +55,7 @@ import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -307,13 +308,11 @@ def learners_on_device(n: int, device: str, steps: int, backend: str = "mjwarp")
     observations and rewards equal the env's device arrays bit for bit at every step (on a
     GPU: no stream race between the env and torch), whether they are finite, and how many
     episodes ended. `backend` "mujoco" puts the device MDP on Warp's CPU device (the adapters'
-    host cost, with physics nearly free at small N)."""
+    host cost, with physics nearly free at small N). An adapter that fails is saved as its
+    error and the others still run; the result then has an "error" naming it."""
     import dataclasses
 
-    import torch
-    import warp as wp
-
-    from gym_motion.envs import TrackingEnvCfg, TrackingVecEnv
+    from gym_motion.envs import TrackingEnvCfg
     from gym_motion.envs.config import BackendCfg
 
     warp_device = device if backend == "mjwarp" else None  # others: the MDP on Warp's CPU
@@ -322,9 +321,32 @@ def learners_on_device(n: int, device: str, steps: int, backend: str = "mjwarp")
     mode = {"rsl_rl": "same_step", "skrl": "same_step", "torchrl": "disabled",
             "step_on_device": "same_step"}  # fmt: skip
     out: dict = {}
+    errors = []
     for name, make in _learners().items():
-        kwargs = {"action_bound": 1.0} if name == "torchrl" else {}
-        env = TrackingVecEnv(n, cfg=cfg, seed=0, autoreset_mode=mode[name], **kwargs)
+        try:
+            out[name] = _step_learner(
+                name, make, n, device, steps, cfg, mode.get(name, "same_step")
+            )
+        except Exception as exc:  # noqa: BLE001 - one adapter's failure keeps the others'
+            out[name] = {"error": f"{type(exc).__name__}: {exc}",
+                         "traceback": traceback.format_exc()}  # fmt: skip
+            errors.append(name)
+    if errors:
+        out["error"] = f"failed: {', '.join(errors)}"
+    return out
+
+
+def _step_learner(name: str, make: Callable, n: int, device: str, steps: int, cfg: Any,
+                  mode: str) -> dict:  # fmt: skip
+    """`learners_on_device`'s figures of one adapter (`make`, from `_learners`)."""
+    import torch
+    import warp as wp
+
+    from gym_motion.envs import TrackingVecEnv
+
+    kwargs = {"action_bound": 1.0} if name == "torchrl" else {}
+    env = TrackingVecEnv(n, cfg=cfg, seed=0, autoreset_mode=mode, **kwargs)
+    try:
         step, on_device = make(env, device)
         gen = torch.Generator(device=device).manual_seed(0)
         same, finite, elapsed, ended = True, True, 0.0, 0
@@ -341,12 +363,11 @@ def learners_on_device(n: int, device: str, steps: int, backend: str = "mjwarp")
             same &= torch.equal(reward.reshape(-1), wp.to_torch(arrays["reward"]))
             finite &= bool(torch.isfinite(obs).all() and torch.isfinite(reward).all())
             ended += int(done.sum())
-        out[name] = {"device_path": bool(on_device), "env_steps_per_s": n * steps / elapsed,
-                     "ms_per_step": 1e3 * elapsed / steps,
-                     "equal_to_device_arrays": same, "finite": finite, "ended": ended,
-                     "tensor_device": str(obs.device)}  # fmt: skip
+    finally:
         env.close()
-    return out
+    return {"device_path": bool(on_device), "env_steps_per_s": n * steps / elapsed,
+            "ms_per_step": 1e3 * elapsed / steps, "equal_to_device_arrays": same,
+            "finite": finite, "ended": ended, "tensor_device": str(obs.device)}  # fmt: skip
 
 
 def tracking_policy(out: Path, onnx: str | None, motion: str | None) -> dict:

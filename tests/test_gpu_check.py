@@ -84,3 +84,25 @@ def test_a_failed_section_is_written_as_its_error_and_the_others_still_run(
     assert "broken" in result["device_mdp_parity_n4"]["traceback"]
     assert result["startup_warm_cache_n4"] == {"env_steps_per_s": 1.0}
     assert result["reproducibility_deterministic_True_n4"] == {"bit_equal": True}
+
+
+def test_a_failing_learner_adapter_is_saved_as_its_error_and_the_others_still_step(monkeypatch):
+    """A GPU machine may hold a library built for another torch: its adapter's failure must
+    not lose the other adapters' figures (here on Warp's CPU device beside MuJoCo)."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import gpu_check
+
+    real = gpu_check._learners
+
+    def with_a_broken_one():
+        def broken(env, device):
+            raise ImportError("undefined symbol (a stand-in)")
+
+        return {**real(), "broken": broken}
+
+    monkeypatch.setattr(gpu_check, "_learners", with_a_broken_one)
+    result = gpu_check.learners_on_device(4, "cpu", 5, backend="mujoco")
+    assert result["error"] == "failed: broken"
+    assert result["broken"]["error"] == "ImportError: undefined symbol (a stand-in)"
+    for name in ("step_on_device", "rsl_rl", "skrl", "torchrl"):
+        assert result[name]["device_path"] and result[name]["equal_to_device_arrays"], name
