@@ -49,7 +49,7 @@ from rsl_rl.env import VecEnv
 from tensordict import TensorDict
 
 from gym_motion.adapters import tracking_vec_env
-from gym_motion.adapters.torch_device import shares_mdp_device
+from gym_motion.adapters.torch_device import device_tensors, shares_mdp_device
 from gym_motion.envs.stats import TrackingStats, tracking_terms
 
 __all__ = ["RslRlVecEnv"]
@@ -57,13 +57,6 @@ __all__ = ["RslRlVecEnv"]
 # TrackingStats.means keys logged once per step (batch means); the other keys are episode
 # results, logged once per ended episode.
 _PER_STEP = ("reward/", "rollout/")
-
-
-def _tensor(array: Any) -> torch.Tensor:
-    """A torch copy, on the same device, of a Warp array the env will overwrite."""
-    import warp as wp
-
-    return wp.to_torch(array).clone()
 
 
 class RslRlVecEnv(VecEnv):
@@ -177,10 +170,9 @@ class RslRlVecEnv(VecEnv):
         dev = self.device
         if self._on_device:  # the actions read where they are, the results left there
             *_, info = base.step_on_device(a.to(dev, torch.float32).contiguous())
-            arrays = base.device_arrays()
             self._obs = self._tensordict(None)
-            reward_t = _tensor(arrays["reward"])
-            terminated_t, truncated_t = _tensor(arrays["terminated"]), _tensor(arrays["truncated"])
+            flags = device_tensors(base, ("reward", "terminated", "truncated"))
+            reward_t, terminated_t, truncated_t = flags.values()
         else:
             obs, reward, terminated, truncated, info = self.env.step(
                 a.to("cpu", torch.float32).numpy()
@@ -217,8 +209,7 @@ class RslRlVecEnv(VecEnv):
         """The observation groups as tensors on `device`: from the env's device arrays when it
         shares the device (`obs` is then not read), else from NumPy `obs`."""
         if self._on_device:
-            arrays = self._base.device_arrays()
-            tensors = {k: _tensor(arrays[k]) for k in self._groups}
+            tensors = device_tensors(self._base, self._groups)
         else:
             groups = obs if isinstance(obs, dict) else {"policy": obs}
             tensors = {k: torch.from_numpy(v).to(self.device) for k, v in groups.items()}

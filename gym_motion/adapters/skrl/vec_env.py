@@ -30,7 +30,7 @@ from skrl.envs.wrappers.torch.base import Wrapper
 
 from gym_motion.adapters import tracking_vec_env
 from gym_motion.adapters.skrl.info import SkrlInfo, step_statistics
-from gym_motion.adapters.torch_device import shares_mdp_device
+from gym_motion.adapters.torch_device import device_tensors, shares_mdp_device
 from gym_motion.envs.stats import TrackingStats, tracking_terms
 
 __all__ = ["SkrlVecEnv"]
@@ -141,7 +141,7 @@ class SkrlVecEnv(Wrapper):
         if self._on_device:  # the actions read where they are, the results left there
             *_, info = self._unwrapped.step_on_device(a.to(dev, torch.float32).contiguous())
             flags = ("reward", "terminated", "truncated")
-            arrays = self._device_tensors((*flags, *self._spaces))
+            arrays = device_tensors(self._unwrapped, (*flags, *self._spaces))
             reward, terminated, truncated = (arrays.pop(k) for k in flags)
             self._obs = arrays
         else:
@@ -177,14 +177,7 @@ class SkrlVecEnv(Wrapper):
         """The observation groups on `device`: clones of the env's device arrays when it shares
         the device (`obs` is then not read), else copies of NumPy `obs`."""
         if self._on_device:
-            return self._device_tensors(tuple(self._spaces))
+            return device_tensors(self._unwrapped, tuple(self._spaces))
         groups = obs if isinstance(obs, dict) else {"policy": obs}
         return {k: torch.tensor(groups[k], dtype=torch.float32, device=self._device)
                 for k in self._spaces}  # fmt: skip
-
-    def _device_tensors(self, names: tuple[str, ...]) -> dict[str, torch.Tensor]:
-        """Torch clones, on the MDP's device, of the env's device arrays `names`."""
-        import warp as wp
-
-        arrays = self._unwrapped.device_arrays()
-        return {k: wp.to_torch(arrays[k]).clone() for k in names}

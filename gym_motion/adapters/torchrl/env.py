@@ -33,7 +33,7 @@ from torchrl.data import Bounded, Categorical, Composite, Unbounded
 from torchrl.envs import EnvBase
 
 from gym_motion.adapters import tracking_vec_env
-from gym_motion.adapters.torch_device import shares_mdp_device
+from gym_motion.adapters.torch_device import device_tensors, shares_mdp_device
 from gym_motion.adapters.torchrl.info import info_keys
 
 __all__ = ["TorchRLVecEnv"]
@@ -136,7 +136,7 @@ class TorchRLVecEnv(EnvBase):
         if self._on_device:  # the actions read where they are, the results left there
             a = action.to(self.device, torch.float32).contiguous()
             *_, info = self._base.step_on_device(a)
-            out = self._device_tensors({**self._groups, **{k: k for k in results}})
+            out = device_tensors(self._base, {**self._groups, **{k: k for k in results}})
         else:
             obs, *values, info = self._env.step(action.to("cpu", torch.float32).numpy())
             out = {k: torch.tensor(v, device=self.device)
@@ -168,7 +168,7 @@ class TorchRLVecEnv(EnvBase):
         """The observation entries: clones of the env's device arrays when it shares the device
         (`obs` is then not read), else copies of NumPy `obs`."""
         if self._on_device:
-            return self._device_tensors(self._groups)
+            return device_tensors(self._base, self._groups)
         groups = obs if isinstance(obs, dict) else {"policy": obs}
         return {k: torch.tensor(groups[g], dtype=torch.float32, device=self.device)
                 for k, g in self._groups.items()}  # fmt: skip
@@ -186,10 +186,3 @@ class TorchRLVecEnv(EnvBase):
                 row[:] = value
         up = torch.tensor(block, device=self.device)
         return {k: up[i].to(t) for i, (k, t) in enumerate(self._info.items())}
-
-    def _device_tensors(self, names: dict[str, str]) -> dict[str, torch.Tensor]:
-        """Torch clones, on the MDP's device, of the env's device arrays (key -> array name)."""
-        import warp as wp
-
-        arrays = self._base.device_arrays()
-        return {k: wp.to_torch(arrays[a]).clone() for k, a in names.items()}
