@@ -190,7 +190,7 @@ def mdp_parity(n: int, device: str, steps: int) -> dict:
 
     base = dataclasses.replace(TrackingEnvCfg(), obs_noise=False,
                                backend=BackendCfg(name="mjwarp", device=device,
-                                                  deterministic=True))  # fmt: skip
+                                                  deterministic=True, mdp="host"))  # fmt: skip
     host = TrackingVecEnv(n, cfg=base, seed=0, obs_mode="dict")
     dev = TrackingVecEnv(n, cfg=dataclasses.replace(
         base, backend=dataclasses.replace(base.backend, mdp="device")), seed=0,

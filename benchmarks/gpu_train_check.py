@@ -18,7 +18,7 @@ kernels compile once, minutes on a fresh machine) and the evaluations before and
 still leaves ``run/progress.json``)::
 
     python benchmarks/gpu_train_check.py --out gpu_train              # cuda:0, 6 minutes
-    python benchmarks/gpu_train_check.py --out gpu_train_dev --mdp device   # the device MDP
+    python benchmarks/gpu_train_check.py --out gpu_train_host --mdp host    # the host MDP
     python benchmarks/gpu_train_check.py --device cpu --num-envs 4 --total-steps 400 \\
         --eval-every 200 --eval-max-seconds 0.5 --out /tmp/dry         # checks the script
 
@@ -124,8 +124,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--eval-every", type=int, default=None, help="replace the recipe's")
     p.add_argument("--eval-max-seconds", type=float, default=None, help="cap each evaluation")
     p.add_argument(
-        "--mdp", default=None, choices=("host", "device"),
-        help="where the MDP's per-step math runs (BackendCfg.mdp; default host)",
+        "--mdp", default=None, choices=("auto", "host", "device"),
+        help="where the MDP's per-step math runs (BackendCfg.mdp; default auto: device for "
+        "mjwarp on a GPU)",
     )  # fmt: skip
     args = p.parse_args(argv)
 

@@ -4,15 +4,15 @@ The batched env runs in SAME_STEP autoreset mode (skrl steps on with the observa
 returns, which must be the next episode's first for an env that ended); `SkrlVecEnv` gives skrl
 torch tensors on its device and puts the per-term rewards, episode results, termination rates and
 tracking errors where skrl's trainer logs them (``info["episode"]``). With ``--backend mjwarp
---mdp device --device cuda:0`` physics and MDP run on the GPU and the observations never pass
-through host memory (`TrackingVecEnv.device_arrays`). PPO
+--device cuda:0`` physics and MDP run on the GPU (``--mdp auto``, the default, puts the MDP
+there) and the observations never pass through host memory (`TrackingVecEnv.device_arrays`). PPO
 settings follow BeyondMimic's rsl_rl values (`gym_motion.training.rsl_rl.config`'s defaults
 with `BEYONDMIMIC_PPO`) in skrl's names; the actor and critic both read the 160-value policy
 observation.
 
     pip install -e ".[skrl]"
     python examples/train_skrl_ppo.py --num-envs 64 --timesteps 2000
-    python examples/train_skrl_ppo.py --num-envs 4096 --backend mjwarp --mdp device --device cuda:0
+    python examples/train_skrl_ppo.py --num-envs 4096 --backend mjwarp --device cuda:0
     tensorboard --logdir runs/skrl
 """
 
@@ -79,8 +79,8 @@ def main(argv: list[str] | None = None) -> PPO:
     parser.add_argument("--out", default="runs/skrl")
     parser.add_argument("--device", default="cpu", help="skrl's torch device")
     parser.add_argument("--backend", default="mujoco", choices=["mujoco", "mjwarp", "motrix"])
-    mdp_help = "where the MDP runs (device: beside MuJoCo Warp, on its GPU)"
-    parser.add_argument("--mdp", default="host", choices=["host", "device"], help=mdp_help)
+    mdp_help = "where the MDP runs (device: beside MuJoCo Warp; auto: device on a GPU)"
+    parser.add_argument("--mdp", default="auto", choices=["auto", "host", "device"], help=mdp_help)
     args = parser.parse_args(argv)
 
     device = torch.device(args.device)

@@ -3,17 +3,16 @@
 `TorchRLVecEnv` makes the batched env a TorchRL env in DISABLED autoreset mode (TorchRL resets
 ended envs itself, through ``reset(options={"reset_mask": ...})``; it refuses NEXT_STEP), with
 the env's per-term rewards and ``final/*`` episode results in every collected tensordict;
-`tracking_means` turns a batch into the logged values. With ``--backend mjwarp --mdp device
---device cuda:0`` physics and MDP run on the GPU and the tensordicts' observations never pass
-through host memory. The policy is a TanhNormal, whose outputs TorchRL scales
-to the declared action bounds: the env declares the policy's natural range,
-``action_bound=1.0`` (one action unit), not the default +/-10. PPO settings follow
-BeyondMimic's rsl_rl values where TorchRL has them.
+`tracking_means` turns a batch into the logged values. With ``--backend mjwarp
+--device cuda:0`` physics and MDP run on the GPU (``--mdp auto``, the default, puts the MDP
+there) and the tensordicts' observations never pass through host memory. The policy is a
+TanhNormal, whose outputs TorchRL scales to the declared action bounds: the env declares the
+policy's natural range, ``action_bound=1.0`` (one action unit), not the default +/-10. PPO
+settings follow BeyondMimic's rsl_rl values where TorchRL has them.
 
     pip install -e ".[torchrl]"
     python examples/train_torchrl_ppo.py --num-envs 64 --total-steps 200000
-    python examples/train_torchrl_ppo.py --num-envs 4096 --backend mjwarp --mdp device \
-        --device cuda:0
+    python examples/train_torchrl_ppo.py --num-envs 4096 --backend mjwarp --device cuda:0
     tensorboard --logdir runs/torchrl
 """
 
@@ -52,8 +51,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, float]]:
     p.add_argument("--out", default="runs/torchrl")
     p.add_argument("--device", default="cpu", help="torch device of the env's tensors and PPO")
     p.add_argument("--backend", default="mujoco", choices=["mujoco", "mjwarp", "motrix"])
-    mdp_help = "where the MDP runs (device: beside MuJoCo Warp, on its GPU)"
-    p.add_argument("--mdp", default="host", choices=["host", "device"], help=mdp_help)
+    mdp_help = "where the MDP runs (device: beside MuJoCo Warp; auto: device on a GPU)"
+    p.add_argument("--mdp", default="auto", choices=["auto", "host", "device"], help=mdp_help)
     args = p.parse_args(argv)
     steps_per_env, epochs, minibatches = 24, 5, 4
 

@@ -331,8 +331,9 @@ def bench_env(
     the faster bare loop on its steps), ``step_over_physics`` (step time / bare physics time of
     a control step, 1 / ratio), ``peak_rss_mb`` (the env's, after warm-up, before the bare
     loops exist), ``num_envs``, ``threads``, ``steps`` (all windows), ``repeats``,
-    ``steps_per_repeat``, ``mdp`` (where the MDP ran: ``backend_kwargs["mdp"]``, "host" by
-    default; with "device" the env steps as a learner on its device does: actions there,
+    ``steps_per_repeat``, ``mdp`` (where the MDP ran, "host" or
+    "device", as ``backend_kwargs["mdp"]`` chose, by default `runs_mdp_on_device`; with
+    "device" the env steps as a learner on its device does: actions there,
     `TrackingVecEnv.step_on_device`); for "mjwarp" also ``backend_phases_ms`` (control
     upload, physics, the copy of the step's flags), measured in a further pass with device
     synchronisations between them,
@@ -398,7 +399,7 @@ def bench_env(
         if elapsed == min(env_s):
             phases_ms = {k: 1e3 * v / per for k, v in env.phase_s.items()}
     result = _summary(num_envs, backend, threads, per, repeats, env_s, phases_ms, bare_s)
-    result["mdp"] = env.cfg.backend.mdp
+    result["mdp"] = "host" if env.mdp_device is None else "device"
     if moved:
         now = env.transfer_bytes or {}
         result["transfer_kb_per_step"] = {k: (now[k] - v) / 1024 / count for k, v in moved.items()}

@@ -28,9 +28,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--threads", type=cli_number(int, 1), default=None,
                    help="physics threads (mujoco, motrix)")  # fmt: skip
     p.add_argument("--device", default=None, help="Warp device (mjwarp), e.g. cuda:0 or cpu")
-    p.add_argument("--mdp", default="host", choices=("host", "device"),
-                   help="where the MDP's per-step math runs (BackendCfg.mdp): host (Numba) or "
-                   "device (Warp kernels on the mjwarp device, or Warp's CPU device)")  # fmt: skip
+    p.add_argument("--mdp", default=None, choices=("auto", "host", "device"),
+                   help="where the MDP's per-step math runs (BackendCfg.mdp): host (Numba), "
+                   "device (Warp kernels on the mjwarp device, or Warp's CPU device); default "
+                   "auto: device for mjwarp on a GPU, else host")  # fmt: skip
     p.add_argument("--json", default=None, help="also write the results to this JSON file")
     p.set_defaults(func=_run_bench)
 
@@ -43,7 +44,7 @@ def _run_bench(args: argparse.Namespace) -> int:
         kwargs["num_threads"] = args.threads
     if args.device is not None:
         kwargs["device"] = args.device
-    if args.mdp != "host":
+    if args.mdp is not None:
         kwargs["mdp"] = args.mdp
     run(args.num_envs, args.steps, args.backend, args.json, kwargs)
     return 0

@@ -91,9 +91,9 @@ def add_policy_args(p: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     e.add_argument("--backend", default=None, choices=BACKENDS,
                    help="physics backend (default: the run's, else mujoco)")  # fmt: skip
-    e.add_argument("--mdp", default=None, choices=("host", "device"),
+    e.add_argument("--mdp", default=None, choices=("auto", "host", "device"),
                    help="where the MDP's per-step math runs (BackendCfg.mdp; default: the "
-                   "run's, else host)")  # fmt: skip
+                   "run's, else auto: device for mjwarp on a GPU, else host)")  # fmt: skip
     e.add_argument("--seed", type=int, default=0)
 
 

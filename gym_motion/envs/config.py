@@ -96,9 +96,12 @@ class BackendCfg:
             in speed (mjwarp; off by default).
         contact_sensor_maxmatch: contacts a contact sensor may match per world (mjwarp; None:
             the model's, else MuJoCo Warp's 64).
-        mdp: where the MDP's per-step math runs: "host" (Numba on the CPU cores, the default)
-            or "device" (Warp kernels on the mjwarp backend's device, or on Warp's CPU device
-            beside another backend; `gym_motion.envs.device_mdp`; not yet measured on a GPU).
+        mdp: where the MDP's per-step math runs: "host" (Numba on the CPU cores), "device"
+            (Warp kernels on the mjwarp backend's device, or on Warp's CPU device beside
+            another backend; `gym_motion.envs.device_mdp`) or "auto" (the default: "device"
+            for mjwarp on a CUDA device, unless the task has a term or event of its own,
+            which only the host MDP runs; else "host"). `TrackingVecEnv.mdp_device` says
+            where it ran.
     """
 
     name: str = "mujoco"
@@ -110,7 +113,7 @@ class BackendCfg:
     on_overflow: str = "raise"
     deterministic: bool = False
     contact_sensor_maxmatch: int | None = None
-    mdp: str = "host"
+    mdp: str = "auto"
 
     def __post_init__(self) -> None:
         if self.name not in _BACKEND_SETTINGS:
@@ -133,8 +136,8 @@ class BackendCfg:
             raise ValueError(f"BackendCfg.device must be a device name, got {self.device!r}")
         if not isinstance(self.deterministic, bool):
             raise ValueError(f"BackendCfg.deterministic must be a bool, got {self.deterministic!r}")
-        if self.mdp not in ("host", "device"):
-            raise ValueError(f"BackendCfg.mdp must be 'host' or 'device', got {self.mdp!r}")
+        if self.mdp not in ("auto", "host", "device"):
+            raise ValueError(f"BackendCfg.mdp must be 'auto', 'host' or 'device', got {self.mdp!r}")
 
     def kwargs(self) -> dict[str, Any]:
         """The backend constructor's keyword arguments for these settings.

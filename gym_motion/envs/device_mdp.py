@@ -31,7 +31,7 @@ import warp as wp
 from gym_motion.backends.device_state import DeviceBodyState
 from gym_motion.backends.graphs import GraphLauncher
 from gym_motion.envs.device_copies import Block, Copies
-from gym_motion.envs.device_terms import MIRRORED_EVENTS, Launch, binder, bound, launch
+from gym_motion.envs.device_terms import Launch, binder, bound, launch, refusal
 from gym_motion.kernels.device import actions as k_actions
 from gym_motion.kernels.device import command as k_command
 from gym_motion.kernels.device import episode as k_episode
@@ -127,13 +127,9 @@ class DeviceMDP:
         stream: wp.Stream | None = None,
         capture: bool = True,
     ):
-        for name, term in cfg.events.items():
-            if term.func not in MIRRORED_EVENTS:
-                raise ValueError(
-                    f"event term {name!r} ({getattr(term.func, '__qualname__', term.func)!r}) "
-                    "is not one of the package's built-in events, which the device MDP mirrors; "
-                    "use BackendCfg(mdp='host') for a task with events of its own"
-                )
+        reason = refusal(cfg)
+        if reason is not None:
+            raise ValueError(reason)
         self.device = device
         self.stream = stream
         self.graphs = GraphLauncher(device, stream, capture, f"the device MDP on {device}")

@@ -18,7 +18,7 @@ from gym_motion.managers import observation as obs_terms
 from gym_motion.managers import reward as reward_terms
 from gym_motion.managers import termination as term_terms
 
-__all__ = ["DEVICE_TERMS", "MIRRORED_EVENTS", "Launch", "binder", "bound", "launch"]
+__all__ = ["DEVICE_TERMS", "MIRRORED_EVENTS", "Launch", "binder", "bound", "launch", "refusal"]
 
 Launch = Callable[[], None]
 DeviceMDP = Any  # a `gym_motion.envs.device_mdp.DeviceMDP`, whose buffers the binders read
@@ -158,6 +158,36 @@ owns, and write the model (friction, mass), the backend's state (pushes) or the 
 each of which reaches the device. An event of its own could read a stale host copy."""
 
 
+def _no_kernel(kind: str, name: str, func: Callable) -> str:
+    return (
+        f"{kind} term {name!r} ({getattr(func, '__qualname__', func)!r}) has no device "
+        f"kernel: the device MDP runs the package's built-in terms only; use "
+        f"BackendCfg(mdp='host') for a task with terms of its own"
+    )
+
+
+def refusal(cfg: Any) -> str | None:
+    """Why the device MDP cannot run task `cfg` (a `TrackingEnvCfg`): its first reward,
+    termination or observation term without a device kernel, or its first event term that is
+    not built in (`MIRRORED_EVENTS`: an event of its own could read a stale host copy), named;
+    None when it can."""
+    terms = [("reward", n, t.func) for n, t in cfg.rewards.items()]
+    terms += [("termination", n, t.func) for n, t in cfg.terminations.items()]
+    terms += [("observation", f"{g}/{n}", t.func)
+              for g, group in cfg.observations.items() for n, t in group.items()]  # fmt: skip
+    for kind, name, func in terms:
+        if func not in DEVICE_TERMS[kind]:
+            return _no_kernel(kind, name, func)
+    for name, term in cfg.events.items():
+        if term.func not in MIRRORED_EVENTS:
+            return (
+                f"event term {name!r} ({getattr(term.func, '__qualname__', term.func)!r}) "
+                "is not one of the package's built-in events, which the device MDP mirrors; "
+                "use BackendCfg(mdp='host') for a task with events of its own"
+            )
+    return None
+
+
 def binder(kind: str, name: str, func: Callable) -> Callable[..., Launch]:
     """The device binder of term `name` of `kind` ("reward", "termination", "observation"),
     whose host function is `func`.
@@ -167,9 +197,5 @@ def binder(kind: str, name: str, func: Callable) -> Callable[..., Launch]:
     """
     bind = DEVICE_TERMS[kind].get(func)
     if bind is None:
-        raise ValueError(
-            f"{kind} term {name!r} ({getattr(func, '__qualname__', func)!r}) has no device "
-            f"kernel: the device MDP runs the package's built-in terms only; use "
-            f"BackendCfg(mdp='host') for a task with terms of its own"
-        )
+        raise ValueError(_no_kernel(kind, name, func))
     return bind

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from time import perf_counter
@@ -48,7 +49,14 @@ from gym_motion.robots.spec import body_ids
 if TYPE_CHECKING:
     from gym_motion.envs.device_mdp import DeviceMDP
 
-__all__ = ["ACTION_BOUND", "PHASES", "EnvParts", "TrackingVecEnv", "build_parts"]
+__all__ = [
+    "ACTION_BOUND",
+    "PHASES",
+    "EnvParts",
+    "TrackingVecEnv",
+    "build_parts",
+    "runs_mdp_on_device",
+]
 
 _NO_ROWS = np.zeros(0, np.int64)  # an empty row selection (never written)
 _NO_ROWS.flags.writeable = False
@@ -71,7 +79,7 @@ class EnvParts:
         state: the `MDPState` every manager reads and writes. actions, command, rewards,
             terminations, events, observations: the managers.
         device_mdp: the `DeviceMDP` that runs the managers' per-step math on a Warp device
-            (``cfg.backend.mdp == "device"``), mirroring their buffers; else None.
+            (`runs_mdp_on_device`), mirroring their buffers; else None.
     """
 
     library: MotionLibrary
@@ -87,6 +95,26 @@ class EnvParts:
     events: EventManager
     observations: ObservationManager
     device_mdp: DeviceMDP | None = None
+
+
+def runs_mdp_on_device(cfg: TrackingEnvCfg, backend_device: str) -> bool:
+    """Whether the device MDP runs task `cfg` on a backend on Warp device `backend_device`
+    ("cpu" for the CPU backends): ``cfg.backend.mdp == "device"``, or "auto" on mjwarp on a
+    CUDA device (there the MDP's per-step math is Warp kernels beside the physics), unless the
+    task has a term or event of its own (`gym_motion.envs.device_terms.refusal`): then the
+    host MDP runs it, with a warning naming the term."""
+    mdp = cfg.backend.mdp
+    if mdp != "auto":
+        return mdp == "device"
+    if cfg.backend.name != "mjwarp" or not backend_device.startswith("cuda"):
+        return False
+    from gym_motion.envs.device_terms import refusal
+
+    reason = refusal(cfg)
+    if reason is not None:
+        warnings.warn(f"the MDP runs on the host, beside MuJoCo Warp on {backend_device}: "
+                      f"{reason}", stacklevel=3)  # fmt: skip
+    return reason is None
 
 
 def build_parts(
@@ -142,7 +170,7 @@ def build_parts(
         events=EventManager(cfg.events, ctx, dt, serial=serial),
         observations=ObservationManager(cfg.observations, state, cfg.obs_noise, serial=serial),
     )
-    if cfg.backend.mdp == "device":
+    if runs_mdp_on_device(cfg, getattr(backend, "device", "cpu")):
         from gym_motion.envs.device_mdp import DeviceMDP
 
         # on mjwarp's device, reading its gather buffer; beside the others on Warp's CPU

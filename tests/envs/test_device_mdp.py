@@ -12,6 +12,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 
 from gym_motion.envs import TrackingVecEnv
 from gym_motion.envs.config import BackendCfg, TrackingEnvCfg, with_anchor_velocity
+from gym_motion.envs.tracking import runs_mdp_on_device
 from gym_motion.managers.reward import RewardTermCfg
 from gym_motion.training.config import train_env_cfg
 
@@ -233,9 +234,10 @@ def test_a_term_without_a_device_kernel_is_refused_by_name():
     TrackingVecEnv(2, cfg=cfg).close()  # the host MDP takes it
 
 
-def test_mdp_must_be_host_or_device():
-    with pytest.raises(ValueError, match=r"BackendCfg.mdp must be 'host' or 'device', got 'gpu'"):
+def test_mdp_must_be_auto_host_or_device():
+    with pytest.raises(ValueError, match=r"mdp must be 'auto', 'host' or 'device', got 'gpu'"):
         BackendCfg(mdp="gpu")
+    assert BackendCfg().mdp == "auto"
     assert BackendCfg(name="mjwarp", mdp="device").kwargs().keys() >= {"device"}
     assert "mdp" not in BackendCfg(mdp="device").kwargs()
 
@@ -381,6 +383,67 @@ def test_the_device_mdp_refuses_events_of_a_tasks_own():
     TrackingVecEnv(2, cfg=task)  # the host MDP takes it
     with pytest.raises(ValueError, match="event term 'probe'.*mdp='host'"):
         TrackingVecEnv(2, cfg=_on_device(task))
+
+
+def _own_terms() -> dict[str, TrackingEnvCfg]:
+    """The default task with a reward term of its own, and with an event of its own."""
+    from gym_motion.managers.events import EventMode, EventTermCfg
+
+    def my_reward(state, out):
+        out[:] = 1.0
+
+    def my_event(ctx, env_ids, rng):
+        pass
+
+    base = TrackingEnvCfg()
+    return {
+        "reward term 'alive'": dataclasses.replace(
+            base, rewards={**base.rewards, "alive": RewardTermCfg(my_reward, 1.0)}),
+        "event term 'probe'": dataclasses.replace(
+            base, events={**base.events, "probe": EventTermCfg(my_event, EventMode.RESET)}),
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("mdp", "backend", "device", "on_device"),
+    [("auto", "mjwarp", "cuda:0", True), ("auto", "mjwarp", "cuda:3", True),
+     ("auto", "mjwarp", "cpu", False), ("auto", "mujoco", "cpu", False),
+     ("auto", "motrix", "cpu", False), ("host", "mjwarp", "cuda:0", False),
+     ("device", "mujoco", "cpu", True), ("device", "mjwarp", "cpu", True)],
+)  # fmt: skip
+def test_auto_puts_the_mdp_on_the_device_for_mjwarp_on_a_gpu(mdp, backend, device, on_device):
+    cfg = TrackingEnvCfg(backend=BackendCfg(name=backend, mdp=mdp))
+    assert runs_mdp_on_device(cfg, device) is on_device
+
+
+@pytest.mark.parametrize("term", list(_own_terms()))
+def test_auto_leaves_a_task_with_terms_of_its_own_on_the_host_and_says_why(term):
+    cfg = dataclasses.replace(_own_terms()[term], backend=BackendCfg(name="mjwarp"))
+    with pytest.warns(UserWarning, match=rf"MDP runs on the host.*cuda:0.*{term}"):
+        assert runs_mdp_on_device(cfg, "cuda:0") is False
+    cfg = dataclasses.replace(cfg, backend=BackendCfg(mdp="device"))
+    with pytest.raises(ValueError, match=term):  # asked for by name: refused, naming it
+        TrackingVecEnv(2, cfg=cfg)
+
+
+@pytest.mark.parametrize("backend", ["mujoco", "mjwarp"])
+def test_auto_on_the_cpu_is_the_host_mdp_bit_for_bit(backend):
+    """The default (``mdp="auto"``) without a GPU is the host MDP: no device MDP, and the
+    same observations and rewards as ``mdp="host"`` bit for bit."""
+    cfg = TrackingEnvCfg(backend=BackendCfg(name=backend, device="cpu" if backend == "mjwarp"
+                                            else None))  # fmt: skip
+    envs = [TrackingVecEnv(3, cfg=c, seed=4) for c in (cfg, dataclasses.replace(
+        cfg, backend=dataclasses.replace(cfg.backend, mdp="host")))]  # fmt: skip
+    assert [e.mdp_device for e in envs] == [None, None]
+    outs = [e.reset(seed=4)[0] for e in envs]
+    actions = np.random.default_rng(0).uniform(-1, 1, (10, *envs[0].action_space.shape))
+    for a in actions:
+        steps = [e.step(a.astype(np.float32)) for e in envs]
+        outs = [s[0] for s in steps]
+        assert_array_equal(outs[0], outs[1])
+        assert_array_equal(steps[0][1], steps[1][1])
+    for e in envs:
+        e.close()
 
 
 def test_the_state_after_close_is_the_last_steps():

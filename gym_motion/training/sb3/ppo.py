@@ -11,7 +11,7 @@ update (``time/update_s``). On another device (``cuda:0``) it collects rollouts 
   where the env's observations are) updated once;
 - no Python loop over envs: time-outs are bootstrapped with one batched value pass, SB3's
   episode-info buffer gets the last 100 ended episodes of a step;
-- when the env's device MDP runs on the same device (``BackendCfg(mdp="device")`` on
+- when the env's device MDP runs on the same device (the default for ``mjwarp`` on
   ``mjwarp``), the step's observations, reward and flags are read there
   (`TrackingVecEnv.device_arrays`) and normalised there (`_DeviceNormalizer`, VecNormalize's
   statistics on the device for the rollout, given back at its end): no upload per step.
