@@ -109,14 +109,15 @@ class SimBackend(Protocol):
         ...
 
     def write_state(self, env_ids: np.ndarray, qpos: np.ndarray, qvel: np.ndarray) -> None:
-        """Set qpos (M, nq) and qvel (M, nv) of rows `env_ids` (M,) int, clear their warm-start
-        and actuator history and their `nonfinite` flag, so that a following
-        `copy_body_state_w` sees the written state. Other rows are untouched.
+        """Set qpos (M, nq) and qvel (M, nv) of rows `env_ids` (M,) int (unique ids, or a (N,)
+        bool mask), clear their warm-start and actuator history and their `nonfinite` flag, so
+        that a following `copy_body_state_w` sees the written state. Other rows are untouched.
 
         Raises:
-            ValueError: ids that are not integers or are outside [0, N), arrays of another
-                shape, or values that are not finite (a blow-up comes from physics, not from
-                a write).
+            ValueError: ids that are not integers, are outside [0, N) or repeat (which of two
+                rows would win differs between devices: a GPU writes them at once), arrays of
+                another shape, or values that are not finite (a blow-up comes from physics,
+                not from a write).
         """
         ...
 

@@ -37,8 +37,10 @@ the load); replay gives the same bits as eager launches. ``capture=False`` alway
 eagerly.
 
 Streams. Every launch and copy goes to a stream the backend creates on its CUDA device, and the
-host waits for that stream only (never `wp.synchronize_device`), so work others queue on the same
-GPU (a torch policy) is not waited for.
+host waits for that stream only (never `wp.synchronize_device`). Warp creates blocking streams
+only, so CUDA orders this one after the work queued before on the device's legacy default
+stream (torch's default stream) and that work after it: a torch policy on its default stream
+and the physics do not overlap; one on a stream of its own is not waited for.
 
 Row writes. `write_state` and `add_root_velocity` write only their rows on the device and mark
 them; the next `copy_body_state_w` refreshes the body state of the marked rows only: forward
@@ -664,6 +666,7 @@ class MjWarpBackend:
         self._ctrl_np[:] = data.ctrl
         with self._scope():
             wp.copy(self._d.ctrl, self._ctrl_host)
+        self._sync()  # `step` rewrites the pinned buffer this copy reads
 
         # Per-world model fields: host mirrors (N, ...) float32, made on a field's first edit.
         self._fields: dict[str, np.ndarray] = {}
@@ -807,11 +810,11 @@ class MjWarpBackend:
         `sync_device_state` refreshes their body state (forward kinematics).
 
         Raises:
-            ValueError: mismatched shapes, or ids outside [0, N) (a (N,) bool mask also works);
-                Warp arrays of another device or dtype, or too small.
+            ValueError: mismatched shapes, or ids outside [0, N) or repeated (a (N,) bool mask
+                also works); Warp arrays of another device or dtype, or too small.
         """
         self._check_open()
-        ids = resolve_env_ids(env_ids, self.num_envs)
+        ids = resolve_env_ids(env_ids, self.num_envs, unique=True)
         m, nq, nv = ids.size, self._mjm.nq, self._mjm.nv
         on_device = isinstance(qpos, wp.array) or isinstance(qvel, wp.array)
         if on_device:

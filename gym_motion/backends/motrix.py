@@ -474,7 +474,7 @@ class MotrixBackend:
         as float32), reset their solver and actuator state (per-env model fields are kept) and
         clear their `nonfinite` flag."""
         self._check_open()
-        ids = resolve_env_ids(env_ids, self.num_envs)
+        ids = resolve_env_ids(env_ids, self.num_envs, unique=True)
         qpos, qvel = check_state_rows(qpos, qvel, ids.size, self.nq, self.nv)
         if ids.size:
             self._write_rows(ids, qpos, qvel)

@@ -512,7 +512,7 @@ class MujocoBackend:
         start and actuator activations, and clear their `nonfinite` flag. Forward kinematics
         is implicit: body state is computed from qpos/qvel whenever it is read."""
         self._check_open()
-        ids = resolve_env_ids(env_ids, self.num_envs)
+        ids = resolve_env_ids(env_ids, self.num_envs, unique=True)
         qpos, qvel = check_state_rows(qpos, qvel, ids.size, self.nq, self.nv)
         self._qpos[ids] = qpos
         self._qvel[ids] = qvel

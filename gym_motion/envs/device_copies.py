@@ -57,6 +57,8 @@ class Copies:
     def upload_rows(self, dev: wp.array, rows: np.ndarray) -> None:
         """``device[:M] = rows`` for an (M, ...) NumPy block into the first rows of `dev`."""
         m = rows.shape[0]
+        if not m:  # Warp's copy of count 0 copies the whole array
+            return
         self.moved["to_device"] += rows.size * itemsize(dev)
         if not self._cuda:
             dev.numpy()[:m] = rows  # Warp's CPU arrays are NumPy's memory
@@ -97,6 +99,8 @@ class Copies:
         self.moved["to_host"] += m * row * itemsize(dev)
         if not self._cuda:
             return dev.numpy()[:m]
+        if not m:  # Warp's copy of count 0 copies the whole array
+            return np.empty((0, *dev.shape[1:]), dtype=wp.dtype_to_numpy(dev.dtype))
         stage, view = self._stage(dev)
         wp.copy(stage, dev, count=m * row)
         self.wait(dev)

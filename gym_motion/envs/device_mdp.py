@@ -484,7 +484,9 @@ class DeviceMDP:
         device = wp.get_device(self.device)
         others = [device.stream]
         torch = sys.modules.get("torch")
-        if torch is not None and torch.cuda.is_available():
+        # not is_available(): that would start torch's CUDA runtime in a process that only
+        # imported torch; one that has not started has queued nothing
+        if torch is not None and torch.cuda.is_initialized():
             current = torch.cuda.current_stream(device.ordinal)
             wrapped = self._torch_streams.get(current.cuda_stream)
             if wrapped is None:  # Warp's handle on torch's stream, made once per stream

@@ -206,6 +206,8 @@ def test_write_state_round_trip_matches_mujoco_kinematics(make, model, ids):
     mj_objectVelocity (world frame), joint state equals the written columns."""
     backend = make()
     qpos, qvel = random_states(model, np.random.default_rng(1))
+    with pytest.raises(ValueError, match="must not repeat"):
+        backend.write_state(np.zeros(N, int), qpos, qvel)
     backend.write_state(np.arange(N), qpos, qvel)
     state = read(backend)
     for row in range(N):
