@@ -100,8 +100,8 @@ class BackendCfg:
             (Warp kernels on the mjwarp backend's device, or on Warp's CPU device beside
             another backend; `gym_motion.envs.device_mdp`) or "auto" (the default: "device"
             for mjwarp on a CUDA device, unless the task has a term or event of its own,
-            which only the host MDP runs; else "host"). `TrackingVecEnv.mdp_device` says
-            where it ran.
+            which only the host MDP runs, or the device MDP cannot be built there: both
+            warned; else "host"). `TrackingVecEnv.mdp_device` says where it ran.
     """
 
     name: str = "mujoco"

@@ -170,19 +170,35 @@ def build_parts(
         events=EventManager(cfg.events, ctx, dt, serial=serial),
         observations=ObservationManager(cfg.observations, state, cfg.obs_noise, serial=serial),
     )
-    if runs_mdp_on_device(cfg, getattr(backend, "device", "cpu")):
-        from gym_motion.envs.device_mdp import DeviceMDP
-
-        # on mjwarp's device, reading its gather buffer; beside the others on Warp's CPU
-        in_place = getattr(backend, "device_body_state", None)
-        robot_on_device = in_place() if in_place is not None else None
-        device = getattr(backend, "device", "cpu")
-        device_mdp = DeviceMDP(cfg, state, parts.actions, parts.command, parts.rewards,
-                               parts.terminations, parts.observations, dt, device,
-                               robot_on_device, getattr(backend, "stream", None),
-                               getattr(backend, "capture", True))  # fmt: skip
-        parts = dataclasses.replace(parts, device_mdp=device_mdp)
+    device = getattr(backend, "device", "cpu")
+    if runs_mdp_on_device(cfg, device):
+        parts = dataclasses.replace(parts, device_mdp=_device_mdp(cfg, parts, dt, device))
     return parts
+
+
+def _device_mdp(cfg: TrackingEnvCfg, parts: EnvParts, dt: float, device: str) -> DeviceMDP | None:
+    """The `DeviceMDP` mirroring `parts`' managers on Warp device `device`: on mjwarp's device
+    reading its gather buffer, beside the other backends on Warp's CPU device. With
+    ``mdp="auto"`` one that cannot be built (its kernels compiled for the device, its buffers
+    allocated) leaves the host MDP in charge, with a warning that gives the error; with
+    ``mdp="device"`` the error is raised."""
+    from gym_motion.envs.device_mdp import DeviceMDP
+
+    backend = parts.backend
+    in_place = getattr(backend, "device_body_state", None)
+    try:
+        return DeviceMDP(cfg, parts.state, parts.actions, parts.command, parts.rewards,
+                         parts.terminations, parts.observations, dt, device,
+                         in_place() if in_place is not None else None,
+                         getattr(backend, "stream", None),
+                         getattr(backend, "capture", True))  # fmt: skip
+    except Exception as exc:  # noqa: BLE001 - Warp's compilers and CUDA raise several kinds
+        if cfg.backend.mdp != "auto":
+            raise
+        warnings.warn(f"the MDP runs on the host, beside MuJoCo Warp on {device}: the device "
+                      f"MDP could not be built there ({type(exc).__name__}: {exc})",
+                      stacklevel=4)  # fmt: skip
+        return None
 
 
 def on_batch_threads(method: Callable) -> Callable:

@@ -426,6 +426,26 @@ def test_auto_leaves_a_task_with_terms_of_its_own_on_the_host_and_says_why(term)
         TrackingVecEnv(2, cfg=cfg)
 
 
+def test_auto_leaves_the_mdp_on_the_host_where_the_device_mdp_cannot_be_built(monkeypatch):
+    """A device MDP that fails to build (a kernel its device's compiler refuses, memory)
+    leaves "auto" on the host MDP, warning with the error; "device" raises it."""
+    from gym_motion.envs import device_mdp, tracking
+
+    def fails(self, *args, **kwargs):
+        raise RuntimeError("NVRTC: kernel refused")
+
+    monkeypatch.setattr(tracking, "runs_mdp_on_device", lambda cfg, device: True)
+    monkeypatch.setattr(device_mdp.DeviceMDP, "__init__", fails)
+    with pytest.warns(UserWarning, match=r"MDP runs on the host.*RuntimeError: NVRTC"):
+        env = TrackingVecEnv(2, cfg=TrackingEnvCfg())
+    assert env.mdp_device is None
+    env.reset(seed=0)
+    env.step(np.zeros((2, *env.action_space.shape[1:]), np.float32))
+    env.close()
+    with pytest.raises(RuntimeError, match="NVRTC"):
+        TrackingVecEnv(2, cfg=_on_device(TrackingEnvCfg()))
+
+
 @pytest.mark.parametrize("backend", ["mujoco", "mjwarp"])
 def test_auto_on_the_cpu_is_the_host_mdp_bit_for_bit(backend):
     """The default (``mdp="auto"``) without a GPU is the host MDP: no device MDP, and the
