@@ -349,9 +349,10 @@ def _step_learner(name: str, make: Callable, n: int, device: str, steps: int, cf
     try:
         step, on_device = make(env, device)
         gen = torch.Generator(device=device).manual_seed(0)
+        shape = (n, *env.single_action_space.shape)
         same, finite, elapsed, ended = True, True, 0.0, 0
         for k in range(steps + 1):
-            actions = torch.randn((n, 29), generator=gen, device=device).clamp(-1.0, 1.0)
+            actions = torch.randn(shape, generator=gen, device=device).clamp(-1.0, 1.0)
             t0 = time.perf_counter()
             obs, reward, done = step(actions)
             if device != "cpu":
