@@ -46,15 +46,22 @@ from typing import Any
 
 import numpy as np
 
-from gym_motion.envs.config import ANCHOR_VELOCITY_TERM, TrackingEnvCfg, policy_terms
+from gym_motion.envs.config import (
+    ANCHOR_VELOCITY_TERM,
+    OBSERVED_OFFSET,
+    TrackingEnvCfg,
+    policy_terms,
+)
 from gym_motion.managers import observation as obs
 
 __all__ = [
     "DEPLOY_OBS_NAMES",
     "METADATA_KEYS",
     "OBSERVATION_TERM_KEYS",
+    "OBSERVED_FRAME_KEY",
     "PolicyMapping",
     "PolicyMeta",
+    "ROOT_ORIGIN_VELOCITY",
     "deploy_metadata",
     "format_numbers",
 ]
@@ -76,6 +83,11 @@ METADATA_KEYS = (
 )
 """The metadata keys of a deployable tracking policy (mjlab's exporter writes the same)."""
 
+OBSERVED_FRAME_KEY = "observed_frame"
+"""gym_motion's own key: the reference frame the policy observes, "next" (mjlab's convention,
+assumed when the key is absent) or "current" (gym_motion's before 2026-12-08);
+`TrackingEnvCfg.observed_frame`."""
+
 OBSERVATION_TERM_KEYS = METADATA_KEYS[-4:]
 """Per observation term, in `observation_names` order, as mjlab's newer exporter writes them:
 scale (a number, or ``[v, ...]`` one per column), whether a history is flattened (0/1),
@@ -93,14 +105,23 @@ DEPLOY_OBS_NAMES = {
     obs.command: "command",
     obs.anchor_pos_b: "motion_anchor_pos_b",
     obs.anchor_ori_b: "motion_anchor_ori_b",
-    obs.base_lin_vel: "base_lin_vel",
+    obs.imu_lin_vel: "base_lin_vel",
+    obs.base_lin_vel: "base_origin_lin_vel",
     obs.base_ang_vel: "base_ang_vel",
     obs.joint_pos: "joint_pos",
     obs.joint_vel: "joint_vel",
     obs.last_action: "actions",
 }
 """Observation term function -> its name in deploy metadata (mjlab's observation term names).
-A term without an entry is written under its gym_motion term name."""
+A term without an entry is written under its gym_motion term name. The root origin's velocity
+of older run folders (`obs.base_lin_vel`) is not mjlab's ``base_lin_vel`` (the IMU site's,
+`obs.imu_lin_vel`), so it has a name of its own that a deploy stack refuses, not misreads."""
+
+_DEPLOY_NAMES = frozenset(DEPLOY_OBS_NAMES.values())
+
+ROOT_ORIGIN_VELOCITY = DEPLOY_OBS_NAMES[obs.base_lin_vel]
+"""The deploy name of the root origin's velocity (gym_motion's ``base_lin_vel`` before
+2026-12-08; `gym_motion.envs.config.with_root_origin_velocity`)."""
 
 # How an observation term's columns depend on the joints (J = joint count): "command" is the
 # reference joint positions then velocities (2J), "joint_pos" joint positions minus the default
@@ -164,6 +185,7 @@ def deploy_metadata(cfg: TrackingEnvCfg) -> dict[str, str]:
             "[-inf, inf]" if t.clip is None else f"[{format_numbers(t.clip).replace(',', ', ')}]"
             for t in terms.values()
         ),
+        OBSERVED_FRAME_KEY: cfg.observed_frame,
     }
 
 
@@ -292,7 +314,7 @@ def _refuse_unapplied_keys(values: Mapping[str, Any], source: str) -> None:
     """Refuse keys this module does not apply whose name says they shape the observation or
     the action (`_SHAPING_WORDS`)."""
     for key in values:
-        if key in METADATA_KEYS:
+        if key in METADATA_KEYS or key == OBSERVED_FRAME_KEY:
             continue
         if any(word in key.lower() for word in _SHAPING_WORDS):
             text = " ".join(str(values[key]).split())
@@ -321,6 +343,8 @@ class PolicyMeta:
         body_names, command_names: as stated (informational), or None.
         motion_files: the file names of the clips the policy was trained on (``gym-motion
             export`` writes them; informational), or None.
+        observed_frame: the reference frame it observes (`OBSERVED_FRAME_KEY`): "next"
+            (mjlab's; the default) or "current".
         observation_scale: per term, float32 (1,) or (D_term,), multiplying the term after
             its clip; None when not stated (1).
         observation_clip: per term (lo, hi), applied before the scale (+-inf: none); None
@@ -344,6 +368,7 @@ class PolicyMeta:
     motion_files: tuple[str, ...] | None = None
     observation_scale: tuple[np.ndarray, ...] | None = None
     observation_clip: tuple[tuple[float, float], ...] | None = None
+    observed_frame: str = "next"
     source: str = "policy metadata"
 
     @classmethod
@@ -354,7 +379,8 @@ class PolicyMeta:
         or the action (`_SHAPING_WORDS`): those are refused.
 
         Raises:
-            ValueError: a required key (`REQUIRED_KEYS`) missing, a non-number, an array whose
+            ValueError: a required key (`REQUIRED_KEYS`) missing, an `OBSERVED_FRAME_KEY` other
+                than "next" or "current", a non-number, an array whose
                 length is not the joint count, a non-positive action scale, per-term keys
                 (`OBSERVATION_TERM_KEYS`) without one entry per term, an observation history,
                 or a key that would shape the observation or action and is not applied (the
@@ -392,7 +418,12 @@ class PolicyMeta:
         }
         anchor = values.get("anchor_body_name")
         terms = _names(values["observation_names"], "observation_names", source)
+        frame = str(values.get(OBSERVED_FRAME_KEY, "next")).strip()
+        if frame not in OBSERVED_OFFSET:
+            raise ValueError(f"{source}: {OBSERVED_FRAME_KEY} must be one of "
+                             f"{tuple(OBSERVED_OFFSET)}, got {frame!r}")  # fmt: skip
         return cls(
+            observed_frame=frame,
             joint_names=joints,
             observation_names=terms,
             anchor_body_name=None if anchor is None else str(anchor).strip(),
@@ -424,7 +455,7 @@ class PolicyMeta:
         154-value one serves (each 6 values more with `needs_anchor_velocity`)."""
         cfg = cfg or TrackingEnvCfg()
         terms = policy_terms(True, cfg.robot)
-        needed = set()
+        needed = {"base_lin_vel"} if ROOT_ORIGIN_VELOCITY in self.observation_names else set()
         for name in self.observation_names:
             key = _term_key(name, terms)
             if key is not None:
@@ -479,9 +510,13 @@ def read_meta_file(path: str | os.PathLike) -> dict[str, Any]:
 
 
 def _term_key(name: str, terms: Mapping[str, Any]) -> str | None:
-    """The key of the term of `terms` that `name` names (its key or its deploy name)."""
+    """The key of the term of `terms` that a policy's observation name `name` means: the term
+    whose deploy name (`DEPLOY_OBS_NAMES`) it is, or whose key it is unless that key is
+    another function's deploy name (an env whose ``base_lin_vel`` reads the root origin does
+    not serve a policy that observes mjlab's ``base_lin_vel``)."""
     for key, term in terms.items():
-        if name == key or name == DEPLOY_OBS_NAMES.get(term.func):
+        deploy = DEPLOY_OBS_NAMES.get(term.func)
+        if name == deploy or (name == key and (deploy is None or key not in _DEPLOY_NAMES)):
             return key
     return None
 

@@ -37,8 +37,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gym_motion.backends.threads import available_cpus
-from gym_motion.deploy.metadata import PolicyMapping, PolicyMeta, read_meta_file
-from gym_motion.envs.config import TrackingEnvCfg, with_anchor_velocity
+from gym_motion.deploy.metadata import (
+    ROOT_ORIGIN_VELOCITY,
+    PolicyMapping,
+    PolicyMeta,
+    read_meta_file,
+)
+from gym_motion.envs.config import (
+    TrackingEnvCfg,
+    with_anchor_velocity,
+    with_root_origin_velocity,
+)
 
 if TYPE_CHECKING:
     from gym_motion.envs.tracking import TrackingVecEnv
@@ -212,10 +221,15 @@ class OnnxPolicy:
         """The default task with the observation this policy reads: the 160-value policy
         observation if it observes a term only state estimation gives (`state_estimation`),
         else the 154-value one, unless `state_estimation` says which; ``anchor_vel`` appended
-        when it observes the reference anchor's velocity (`PolicyMeta.needs_anchor_velocity`)."""
+        when it observes the reference anchor's velocity (`PolicyMeta.needs_anchor_velocity`);
+        the reference frame it observes (`PolicyMeta.observed_frame`), and the root origin's
+        velocity for ``base_lin_vel`` when it observes that (`with_root_origin_velocity`)."""
         if state_estimation is None:
             state_estimation = self.state_estimation
-        cfg = TrackingEnvCfg().updated(state_estimation=state_estimation)
+        cfg = TrackingEnvCfg(observed_frame=self.meta.observed_frame)
+        cfg = cfg.updated(state_estimation=state_estimation)
+        if ROOT_ORIGIN_VELOCITY in self.meta.observation_names:
+            cfg = with_root_origin_velocity(cfg)
         return with_anchor_velocity(cfg) if self.meta.needs_anchor_velocity() else cfg
 
     def mapping(self, cfg: TrackingEnvCfg, env_name: str = "the env") -> PolicyMapping:

@@ -6,6 +6,7 @@ from gym_motion.envs.config import (
     no_state_estimation,
     with_anchor_velocity,
     with_obs_noise,
+    with_root_origin_velocity,
 )
 from gym_motion.envs.single import TrackingEnv
 from gym_motion.envs.stats import TrackingStats, tracking_terms
@@ -21,4 +22,5 @@ __all__ = [
     "tracking_terms",
     "with_anchor_velocity",
     "with_obs_noise",
+    "with_root_origin_velocity",
 ]

@@ -12,6 +12,7 @@ drop a reward term or reweight one::
 from __future__ import annotations
 
 import functools
+import json
 import math
 import os
 from collections.abc import Callable
@@ -303,7 +304,7 @@ def policy_terms(state_estimation: bool = True, robot: RobotSpec = G1) -> dict[s
         "command": ObsTermCfg(obs.command, 2 * j),
         "anchor_pos": ObsTermCfg(obs.anchor_pos_b, 3, 0.25),
         "anchor_ori": ObsTermCfg(obs.anchor_ori_b, 6, 0.05),
-        "base_lin_vel": ObsTermCfg(obs.base_lin_vel, 3, 0.5),
+        "base_lin_vel": ObsTermCfg(obs.imu_lin_vel, 3, 0.5),
         "base_ang_vel": ObsTermCfg(obs.base_ang_vel, 3, 0.2),
         "joint_pos": ObsTermCfg(obs.joint_pos, j, 0.01),
         "joint_vel": ObsTermCfg(obs.joint_vel, j, 0.5),
@@ -324,7 +325,7 @@ def critic_terms(robot: RobotSpec = G1) -> dict[str, ObsTermCfg]:
         "anchor_ori": ObsTermCfg(obs.anchor_ori_b, 6),
         "body_pos": ObsTermCfg(obs.body_pos_b, 3 * b),
         "body_ori": ObsTermCfg(obs.body_ori_b, 6 * b),
-        "base_lin_vel": ObsTermCfg(obs.base_lin_vel, 3),
+        "base_lin_vel": ObsTermCfg(obs.imu_lin_vel, 3),
         "base_ang_vel": ObsTermCfg(obs.base_ang_vel, 3),
         "joint_pos": ObsTermCfg(obs.joint_pos, j),
         "joint_vel": ObsTermCfg(obs.joint_vel, j),
@@ -404,6 +405,15 @@ def _noise(groups: ObsGroups, noise: dict[str, float], group: str, where: str) -
     return {**groups, group: out}
 
 
+OBSERVED_OFFSET = {"next": 1, "current": 0}
+"""`TrackingEnvCfg.observed_frame` -> frames between the robot's motion frame and the reference
+frame the policy observes (docs/task.md section 5)."""
+
+LEGACY_OBSERVED_FRAME = "current"
+"""The observed frame of configs written before `TrackingEnvCfg.observed_frame` existed (run
+folders of gym_motion before 2026-12-08): `TrackingEnvCfg.from_json` gives them this value."""
+
+
 @dataclass(frozen=True)
 class TrackingEnvCfg:
     """The whole task, its robot and its backend; a run's ``config.json`` rebuilds it
@@ -430,6 +440,13 @@ class TrackingEnvCfg:
             of the clip; exported ONNX graphs fold the reference back into BeyondMimic's
             convention, `gym_motion.training.export`).
         reset: RSI noise. sampling: where episodes start in the motion.
+        observed_frame: which reference frame the policy observes (its reference terms:
+            ``command``, ``anchor_pos``, ``anchor_ori``, ``anchor_vel``; and the residual
+            action's offset): "next" (the frame its next step is scored on, as mjlab's
+            tracking task does after its reset's command update; docs/task.md section 5) or
+            "current" (the robot's own frame: gym_motion before 2026-12-08; configs without
+            the key read as this, `LEGACY_OBSERVED_FRAME`). The rewards, terminations and
+            errors compare the robot with its own frame either way.
 
     Keywords kept for configs written before observation groups (and old run folders'
     config.json): ``state_estimation`` (False: `no_state_estimation`; True: its terms back),
@@ -456,6 +473,7 @@ class TrackingEnvCfg:
     reset: ResetCfg = field(default_factory=ResetCfg)
     events: dict[str, EventTermCfg] = field(default_factory=default_events)
     sampling: SamplingCfg = field(default_factory=SamplingCfg)
+    observed_frame: str = "next"
 
     def __post_init__(self) -> None:
         for name, cls in (("robot", RobotSpec), ("sim", SimCfg), ("backend", BackendCfg),
@@ -481,6 +499,11 @@ class TrackingEnvCfg:
             raise ValueError(
                 f"TrackingEnvCfg.action_offset must be one of {ACTION_OFFSETS}, got "
                 f"{self.action_offset!r}"
+            )
+        if self.observed_frame not in OBSERVED_OFFSET:
+            raise ValueError(
+                f"TrackingEnvCfg.observed_frame must be one of {tuple(OBSERVED_OFFSET)}, got "
+                f"{self.observed_frame!r}"
             )
         if not isinstance(self.obs_noise, bool):
             raise ValueError(f"TrackingEnvCfg.obs_noise must be a bool, got {self.obs_noise!r}")
@@ -554,15 +577,19 @@ class TrackingEnvCfg:
 
     @classmethod
     def from_json(cls, text: str) -> TrackingEnvCfg:
-        """The config `to_json` wrote.
+        """The config `to_json` wrote; one written before ``observed_frame`` existed gets
+        `LEGACY_OBSERVED_FRAME`, the convention it was trained with.
 
         Raises:
             ValueError: not a `TrackingEnvCfg`, an unknown robot name, or a term function that
                 cannot be imported (the message names it).
         """
-        from gym_motion.envs.cfg_json import loads
+        from gym_motion.envs.cfg_json import decode
 
-        cfg = loads(text)
+        data = json.loads(text)
+        if isinstance(data, dict) and "observed_frame" not in data:
+            data = {**data, "observed_frame": LEGACY_OBSERVED_FRAME}
+        cfg = decode(data)
         if not isinstance(cfg, cls):
             raise ValueError(f"expected a {cls.__name__} JSON, got {type(cfg).__name__}")
         return cfg
@@ -634,6 +661,19 @@ def with_anchor_velocity(cfg: TrackingEnvCfg) -> TrackingEnvCfg:
     reference anchor's linear velocity, m/s, then angular velocity, rad/s, in the robot anchor
     frame; 6 values, no noise). Not part of the task (docs/task.md section 5)."""
     return replace(cfg, observations=_anchor_velocity(cfg.observations, True))
+
+
+def with_root_origin_velocity(cfg: TrackingEnvCfg) -> TrackingEnvCfg:
+    """`cfg` whose ``base_lin_vel`` terms (every group) read the root body origin's velocity
+    (`obs.base_lin_vel`, gym_motion's term before 2026-12-08) instead of the IMU site's
+    (`obs.imu_lin_vel`, mjlab's); noise, clip and scale kept. For policies trained on the old
+    term (deploy name ``base_origin_lin_vel``)."""
+    groups = {
+        name: {k: replace(t, func=obs.base_lin_vel) if t.func is obs.imu_lin_vel else t
+               for k, t in terms.items()}
+        for name, terms in cfg.observations.items()
+    }  # fmt: skip
+    return replace(cfg, observations=groups)
 
 
 def with_obs_noise(

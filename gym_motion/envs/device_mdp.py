@@ -159,6 +159,8 @@ class DeviceMDP:
         self.reads_robot_in_place = robot is not None
         self.robot = DeviceBodyState.zeros(n, b, j, device) if robot is None else robot
         self.ref = DeviceBodyState.zeros(n, b, j, device)
+        self.obs_ref = DeviceBodyState.zeros(n, b, j, device)
+        self.imu_pos_b: wp.array = wp.array(state.imu_pos_b, dtype=float, device=device)
         self.ref_rel_pos_w = wp.zeros((n, b, 3), dtype=float, device=device)
         self.ref_rel_quat_w: wp.array = wp.array(state.ref_rel_quat_w, dtype=float, device=device)
         self.action = wp.zeros((n, j), dtype=float, device=device)
@@ -172,7 +174,7 @@ class DeviceMDP:
         self._scale: wp.array = wp.array(actions.scale, dtype=float, device=device)
         # where a zero action puts the joints: the default pose, or the observed reference
         self._offset: wp.array = (
-            self.ref.joint_pos if cfg.action_offset == "reference" else wp.array(
+            self.obs_ref.joint_pos if cfg.action_offset == "reference" else wp.array(
                 np.tile(state.default_joint_pos, (n, 1)), dtype=float, device=device)
         )  # fmt: skip
         self.self_contact_substeps = self._in_step.arrays["self_contact_substeps"]
@@ -211,6 +213,8 @@ class DeviceMDP:
         self._advance = self._reference_step(True, self._all)
         self._refresh_all = self._reference_step(False, self._all)
         self._refresh_rows = self._reference_step(False, self._rows)  # dim set to M per use
+        self._observe_all = self._observed_reference(command.observed_offset, self._all)
+        self._observe_rows = self._observed_reference(command.observed_offset, self._rows)
         self._bind_rsi(command)
 
         # terminations, then rewards, then the end of the step
@@ -373,6 +377,20 @@ class DeviceMDP:
             record_cmd=True,
         )  # fmt: skip
 
+    def _observed_reference(self, offset: int, env_ids: wp.array) -> wp.Launch:
+        o = self.obs_ref
+        return wp.launch(
+            k_command.observed_reference,
+            dim=self.num_envs,
+            inputs=[
+                self._starts, self._lengths, self.clip_ids, self.frames, offset, *self._lib,
+                self._body_ids, env_ids, o.pos_w, o.quat_w, o.lin_vel_w, o.ang_vel_w,
+                o.joint_pos, o.joint_vel,
+            ],
+            device=self.device,
+            record_cmd=True,
+        )  # fmt: skip
+
     # ------------------------------------------------------------------ host <-> device
     def _upload_inputs(self, every: bool, extra: dict[str, Any] | None = None) -> None:
         """Copy what the host owns to the device: the robot state (unless read in place),
@@ -429,7 +447,8 @@ class DeviceMDP:
 
     @_on_stream
     def sync_host(self) -> None:
-        """Bring the host's copies of what the device owns (``state.ref``, ``ref_rel_*``, the
+        """Bring the host's copies of what the device owns (``state.ref``, ``obs_ref``,
+        ``ref_rel_*``, the
         action history ``action``, ``last_action``, ``action_obs``) up to date, if a step or
         refresh changed them since the last sync (`TrackingVecEnv.state` calls it: rendering,
         evaluation and the viewer read them)."""
@@ -446,7 +465,8 @@ class DeviceMDP:
 
     def _reference_pairs(self) -> list[tuple[wp.array, np.ndarray]]:
         s = self._host
-        return [*_body_pairs(self.ref, s.ref), (self.ref_rel_pos_w, s.ref_rel_pos_w),
+        return [*_body_pairs(self.ref, s.ref), *_body_pairs(self.obs_ref, s.obs_ref),
+                (self.ref_rel_pos_w, s.ref_rel_pos_w),
                 (self.ref_rel_quat_w, s.ref_rel_quat_w)]  # fmt: skip
 
     # ------------------------------------------------------------------ the step
@@ -600,6 +620,7 @@ class DeviceMDP:
         """The step's launches between its uploads and its downloads (one graph replayed)."""
         self._counts.zero_()
         self._advance.launch()
+        self._observe_all.launch()
         for run in self._terms:
             run()
         self._end_step.launch()
@@ -692,12 +713,14 @@ class DeviceMDP:
             self._copies.upload(self._frame_pairs())
             self._upload_inputs(every=True)
             self._refresh_all.launch()
+            self._observe_all.launch()
         else:
             m = self._stage_rows(ids)
             if m:
                 self._upload_rows(m, np.asarray(ids))
-                self._refresh_rows.set_dim(m)
-                self._refresh_rows.launch()
+                for rows in (self._refresh_rows, self._observe_rows):
+                    rows.set_dim(m)
+                    rows.launch()
         self._host_stale = True
 
     def _group_sequence(self, groups: tuple[str, ...]) -> None:

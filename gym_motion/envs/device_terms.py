@@ -112,16 +112,21 @@ def _observation_binders() -> dict[Callable, Callable[..., Launch]]:
 
     return {
         o.command: lambda d, out, col: launch(
-            d, k_obs.reference_joints, d.ref.joint_pos, d.ref.joint_vel, out, col),
+            d, k_obs.reference_joints, d.obs_ref.joint_pos, d.obs_ref.joint_vel, out, col),
         o.anchor_pos_b: lambda d, out, col: launch(
             d, k_obs.pos_in_frame, _anchor(d.robot.pos_w, d.anchor),
-            _anchor(d.robot.quat_w, d.anchor), anchor_row(d.ref.pos_w, d.anchor), out, col),
+            _anchor(d.robot.quat_w, d.anchor), anchor_row(d.obs_ref.pos_w, d.anchor), out, col),
         o.anchor_ori_b: lambda d, out, col: launch(
             d, k_obs.ori_in_frame_6d, _anchor(d.robot.quat_w, d.anchor),
-            anchor_row(d.ref.quat_w, d.anchor), out, col),
+            anchor_row(d.obs_ref.quat_w, d.anchor), out, col),
         o.anchor_vel_b: lambda d, out, col: launch(
             d, k_obs.twist_in_frame, _anchor(d.robot.quat_w, d.anchor),
-            _anchor(d.ref.lin_vel_w, d.anchor), _anchor(d.ref.ang_vel_w, d.anchor), out, col),
+            _anchor(d.obs_ref.lin_vel_w, d.anchor), _anchor(d.obs_ref.ang_vel_w, d.anchor), out,
+            col),
+        o.imu_lin_vel: lambda d, out, col: launch(
+            d, k_obs.point_vel_in_frame, _anchor(d.robot.quat_w, d.root),
+            _anchor(d.robot.lin_vel_w, d.root), _anchor(d.robot.ang_vel_w, d.root),
+            d.imu_pos_b, out, col),
         o.base_lin_vel: lambda d, out, col: launch(
             d, k_obs.vec_in_frame, _anchor(d.robot.quat_w, d.root),
             anchor_row(d.robot.lin_vel_w, d.root), out, col),

@@ -28,7 +28,7 @@ from gym_motion.backends import make_backend
 from gym_motion.backends.base import SimBackend
 from gym_motion.backends.threads import NumbaThreads
 from gym_motion.envs import info as infos
-from gym_motion.envs.config import TrackingEnvCfg
+from gym_motion.envs.config import OBSERVED_OFFSET, TrackingEnvCfg
 from gym_motion.envs.fork import choose_async_start_method
 from gym_motion.envs.rendering import RenderMixin
 from gym_motion.envs.time_limit import TimeLimitMixin
@@ -164,6 +164,7 @@ def build_parts(
             dt,
             layout=layout,
             serial=serial,
+            observed_offset=OBSERVED_OFFSET[cfg.observed_frame],
         ),  # fmt: skip
         rewards=RewardManager(cfg.rewards, state, dt, serial=serial),
         terminations=TerminationManager(cfg.terminations, state, serial=serial),

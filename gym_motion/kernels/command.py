@@ -46,6 +46,24 @@ def _reanchor_row(i, ref_pos_w, ref_quat_w, anchor, robot_anchor_pos_w, robot_an
         out_quat[i, b, 3] = z
 
 
+@njit(cache=CACHE, inline="always")
+def _gather_row(i, r, lib_pos_w, lib_quat_w, lib_lin_vel_w, lib_ang_vel_w, lib_joint_pos,
+                lib_joint_vel, body_ids, pos_w, quat_w, lin_vel_w, ang_vel_w, joint_pos,
+                joint_vel):  # fmt: skip
+    """Row `i` of the reference: library frame `r`'s bodies `body_ids` and joints."""
+    for k in range(body_ids.shape[0]):
+        src = body_ids[k]
+        for d in range(3):
+            pos_w[i, k, d] = lib_pos_w[r, src, d]
+            lin_vel_w[i, k, d] = lib_lin_vel_w[r, src, d]
+            ang_vel_w[i, k, d] = lib_ang_vel_w[r, src, d]
+        for d in range(4):
+            quat_w[i, k, d] = lib_quat_w[r, src, d]
+    for j in range(lib_joint_pos.shape[1]):
+        joint_pos[i, j] = lib_joint_pos[r, j]
+        joint_vel[i, j] = lib_joint_vel[r, j]
+
+
 @row_kernel
 def reference_step(
     starts, lengths, clip_ids, frames, advance, clip_end,
@@ -85,8 +103,6 @@ def reference_step(
         out_pos: (N, B, 3) float32, written: re-anchored reference positions, world frame, m.
         out_quat: (N, B, 4) float32, written: re-anchored reference orientations, wxyz.
     """
-    nb = body_ids.shape[0]
-    nj = lib_joint_pos.shape[1]
     for m in prange(env_ids.shape[0]):
         i = env_ids[m]
         c = clip_ids[i]
@@ -95,19 +111,48 @@ def reference_step(
             f = frames[i] + 1
             clip_end[i] = f > last
             frames[i] = min(f, last)
-        r = starts[c] + frames[i]
-        for k in range(nb):
-            src = body_ids[k]
-            for d in range(3):
-                ref_pos_w[i, k, d] = lib_pos_w[r, src, d]
-                ref_lin_vel_w[i, k, d] = lib_lin_vel_w[r, src, d]
-                ref_ang_vel_w[i, k, d] = lib_ang_vel_w[r, src, d]
-            for d in range(4):
-                ref_quat_w[i, k, d] = lib_quat_w[r, src, d]
-        for j in range(nj):
-            ref_joint_pos[i, j] = lib_joint_pos[r, j]
-            ref_joint_vel[i, j] = lib_joint_vel[r, j]
+        _gather_row(
+            i, starts[c] + frames[i], lib_pos_w, lib_quat_w, lib_lin_vel_w, lib_ang_vel_w,
+            lib_joint_pos, lib_joint_vel, body_ids,
+            ref_pos_w, ref_quat_w, ref_lin_vel_w, ref_ang_vel_w, ref_joint_pos, ref_joint_vel,
+        )  # fmt: skip
         _reanchor_row(
             i, ref_pos_w, ref_quat_w, anchor, robot_anchor_pos_w, robot_anchor_quat_w,
             out_pos, out_quat,
+        )  # fmt: skip
+
+
+@row_kernel
+def observed_reference(
+    starts, lengths, clip_ids, frames, offset,
+    lib_pos_w, lib_quat_w, lib_lin_vel_w, lib_ang_vel_w, lib_joint_pos, lib_joint_vel, body_ids,
+    env_ids, pos_w, quat_w, lin_vel_w, ang_vel_w, joint_pos, joint_vel,
+):  # fmt: skip
+    """The reference the policy observes: rows `env_ids` gathered `offset` frames after their
+    motion frame, held at their clip's last frame (docs/task.md section 5).
+
+    Per row i of `env_ids`: library frame ``starts[c] + min(frames[i] + offset, lengths[c] -
+    1)`` with ``c = clip_ids[i]``, bodies `body_ids` into `*_w`, joints into `joint_*`. With
+    offset 1 the policy sees the frame its next step is scored on, as mjlab's does (its
+    command advances once after a reset); with 0 the frame its robot is on.
+
+    Args:
+        starts, lengths: (C,) int, each clip's first flat frame and its frame count.
+        clip_ids, frames: (N,) int32, clip and frame of each env. offset: int, >= 0.
+        lib_pos_w, lib_quat_w, lib_lin_vel_w, lib_ang_vel_w: (F, B_all, 3 or 4) float32 library
+            body frames (world frame of the clip; m, wxyz, m/s, rad/s).
+        lib_joint_pos, lib_joint_vel: (F, J) float32, rad and rad/s.
+        body_ids: (B,) int, the library bodies tracked, in tracked order.
+        env_ids: (M,) int, the rows to compute.
+        pos_w, quat_w, lin_vel_w, ang_vel_w: (N, B, 3 or 4) float32, written.
+        joint_pos, joint_vel: (N, J) float32, written.
+    """
+    for m in prange(env_ids.shape[0]):
+        i = env_ids[m]
+        c = clip_ids[i]
+        f = min(frames[i] + offset, lengths[c] - 1)
+        _gather_row(
+            i, starts[c] + f, lib_pos_w, lib_quat_w, lib_lin_vel_w, lib_ang_vel_w,
+            lib_joint_pos, lib_joint_vel, body_ids, pos_w, quat_w, lin_vel_w, ang_vel_w,
+            joint_pos, joint_vel,
         )  # fmt: skip

@@ -77,6 +77,30 @@ def twist_in_frame(frame_quat_w, lin_vel_w, ang_vel_w, out):
 
 
 @row_kernel
+def point_vel_in_frame(frame_quat_w, lin_vel_w, ang_vel_w, point_b, out):
+    """Velocity of a point fixed on a body, in the body frame:
+    ``out[i] = R_i^T v_i + (R_i^T w_i) x p``, the rigid-body velocity of the point ``p`` (what
+    MuJoCo's velocimeter sensor reads at a site with the body's orientation).
+
+    Args:
+        frame_quat_w: (N, 4) float32, body orientation, wxyz.
+        lin_vel_w: (N, 3) float32, body origin's linear velocity, world frame, m/s.
+        ang_vel_w: (N, 3) float32, body angular velocity, world frame, rad/s.
+        point_b: (3,) float32, the point in the body frame, m.
+        out: (N, 3) float32, written, m/s.
+    """
+    px, py, pz = point_b[0], point_b[1], point_b[2]
+    for i in prange(out.shape[0]):
+        q = frame_quat_w[i]
+        v, w = lin_vel_w[i], ang_vel_w[i]
+        vx, vy, vz = quat_rotate_inverse(q[0], q[1], q[2], q[3], v[0], v[1], v[2])
+        wx, wy, wz = quat_rotate_inverse(q[0], q[1], q[2], q[3], w[0], w[1], w[2])
+        out[i, 0] = vx + (wy * pz - wz * py)
+        out[i, 1] = vy + (wz * px - wx * pz)
+        out[i, 2] = vz + (wx * py - wy * px)
+
+
+@row_kernel
 def ori_in_frame_6d(frame_quat_w, quat_w, out):
     """Orientations in a frame as the first two columns of R(q_frame^-1 q), row-major.
 

@@ -32,7 +32,7 @@ class ActionManager:
             are used).
         action_scale: (J,) rad per unit action.
         offset: "default" (the default joint pose) or "reference" (the reference joint
-            positions, ``state.ref.joint_pos``, as the policy observed them).
+            positions the policy observed, ``state.obs_ref.joint_pos``).
         serial: whether its kernels run their serial builds (the env's `NumbaThreads.serial`).
 
     Attributes:
@@ -50,7 +50,7 @@ class ActionManager:
         self.targets = np.zeros(state.action.shape, np.float32)
         self._none_held = np.zeros(state.num_envs, bool)
         if offset == "reference":
-            self._offset = s.ref.joint_pos  # the live buffer: the frame of the last observation
+            self._offset = s.obs_ref.joint_pos  # the live buffer: what the policy last observed
         else:
             self._offset = np.tile(s.default_joint_pos, (state.num_envs, 1))
         self._targets = bind_builds(partial(

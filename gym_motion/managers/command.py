@@ -14,7 +14,7 @@ from functools import partial
 
 import numpy as np
 
-from gym_motion.kernels.command import reference_step
+from gym_motion.kernels.command import observed_reference, reference_step
 from gym_motion.kernels.dispatch import bind_builds
 from gym_motion.kernels.metrics import TRACKING_ERRORS, tracking_errors
 from gym_motion.kernels.reset import rsi_state
@@ -39,6 +39,9 @@ class CommandManager:
         layout: the robot's `JointLayout` in the physics model: RSI states are written in the
             model's qpos/qvel columns.
         serial: whether its kernels run their serial builds (the env's `NumbaThreads.serial`).
+        observed_offset: frames between the robot's frame and the reference the policy
+            observes (`MDPState.obs_ref`): 1 (``observed_frame="next"``, mjlab's) or 0
+            ("current").
 
     Attributes:
         clip_ids: (N,) int32, clip of each env. frames: (N,) int32, frame within the clip.
@@ -52,7 +55,8 @@ class CommandManager:
     """
 
     def __init__(self, library: MotionLibrary, state: MDPState, root_body: str, sampling, reset,
-                 dt: float, *, layout: JointLayout, serial: bool):  # fmt: skip
+                 dt: float, *, layout: JointLayout, serial: bool,
+                 observed_offset: int = 1):  # fmt: skip
         self.library = library
         self._state = state
         lib_bodies = tuple(library.body_names)
@@ -67,6 +71,9 @@ class CommandManager:
         if layout.num_joints != j:
             raise ValueError(f"the layout has {layout.num_joints} joints, the state {j}")
         self._layout = layout
+        if observed_offset not in (0, 1):
+            raise ValueError(f"observed_offset must be 0 or 1, got {observed_offset!r}")
+        self._observed_offset = observed_offset
         self.clip_ids = np.zeros(n, np.int32)
         self.frames = np.zeros(n, np.int32)
         self.clip_end = np.zeros(n, bool)
@@ -89,6 +96,7 @@ class CommandManager:
         # every step's kernels, bound once in the build of this batch
         self._advance_all = bind_builds(self._reference_step(True, self._all))[serial]
         self._refresh_all = bind_builds(self._reference_step(False, self._all))[serial]
+        self._observe_all = bind_builds(self._observed_reference(self._all))[serial]
         s = state
         self._errors = bind_builds(partial(
             tracking_errors, s.ref.pos_w, s.ref.quat_w, s.ref_rel_pos_w, s.ref_rel_quat_w,
@@ -175,6 +183,12 @@ class CommandManager:
         return self._reset_pose, self._reset_vel, self._reset_joint
 
     @property
+    def observed_offset(self) -> int:
+        """Frames between each env's motion frame and the reference its policy observes (1 or
+        0, `MDPState.obs_ref`)."""
+        return self._observed_offset
+
+    @property
     def library_root(self) -> int:
         """Index of the robot's root body among the motion library's bodies (RSI's root)."""
         return self._lib_root
@@ -222,6 +236,7 @@ class CommandManager:
         run after the robot state is fresh (after physics).
         """
         self._advance_all()
+        self._observe_all()
         return self.clip_end
 
     def reference_rows(self, env_ids: np.ndarray) -> np.ndarray:
@@ -229,15 +244,29 @@ class CommandManager:
         return self._starts[self.clip_ids[env_ids]] + self.frames[env_ids]
 
     def refresh(self, env_ids: np.ndarray | None = None) -> None:
-        """Gather the reference at the current frames and re-anchor it on the robot, for all
-        envs or rows `env_ids` (M,) int64 only.
+        """Gather the reference at the current frames and re-anchor it on the robot, and the
+        reference the policy observes (`MDPState.obs_ref`), for all envs or rows `env_ids`
+        (M,) int64 only.
 
         Must run after the robot state of those rows is fresh (after physics or a state write).
         """
         if env_ids is None:
             self._refresh_all()
+            self._observe_all()
         else:
             self._reference_step(False, env_ids)()
+            self._observed_reference(env_ids)()
+
+    def _observed_reference(self, env_ids: np.ndarray) -> partial:
+        """`observed_reference` over rows `env_ids`, bound to its arguments."""
+        lib, o = self.library, self._state.obs_ref
+        return partial(
+            observed_reference,
+            self._starts, self._lengths, self.clip_ids, self.frames, self._observed_offset,
+            lib.body_pos_w, lib.body_quat_w, lib.body_lin_vel_w, lib.body_ang_vel_w,
+            lib.joint_pos, lib.joint_vel, self._body_ids, env_ids,
+            o.pos_w, o.quat_w, o.lin_vel_w, o.ang_vel_w, o.joint_pos, o.joint_vel,
+        )  # fmt: skip
 
     def _reference_step(self, advance: bool, env_ids: np.ndarray) -> partial:
         """`reference_step` over rows `env_ids` (advancing them first or not), bound to its

@@ -52,45 +52,57 @@ def _term(width: Callable[[MDPState], int]) -> Callable[..., Callable[..., None]
 
 @_term(width=lambda s: 2 * s.ref.joint_pos.shape[1])
 def command(s: MDPState, out: np.ndarray) -> Callable[[], None]:
-    """Reference joint positions and velocities (2J), rad and rad/s."""
+    """Observed reference (`MDPState.obs_ref`) joint positions and velocities (2J), rad and
+    rad/s."""
     j = s.ref.joint_pos.shape[1]
     pos, vel = out[:, :j], out[:, j:]
 
     def evaluate() -> None:
-        np.copyto(pos, s.ref.joint_pos)
-        np.copyto(vel, s.ref.joint_vel)
+        np.copyto(pos, s.obs_ref.joint_pos)
+        np.copyto(vel, s.obs_ref.joint_vel)
 
     return evaluate
 
 
 @_term(width=lambda s: 3)
 def anchor_pos_b(s: MDPState, out: np.ndarray) -> Callable[[], None]:
-    """Reference anchor position in the robot anchor frame (3), m."""
+    """Observed reference anchor position in the robot anchor frame (3), m."""
     a, r = s.anchor, s.robot
-    ref = s.ref.pos_w[:, a : a + 1]
+    ref = s.obs_ref.pos_w[:, a : a + 1]
     return partial(k.pos_in_frame, r.pos_w[:, a], r.quat_w[:, a], ref, out)
 
 
 @_term(width=lambda s: 6)
 def anchor_ori_b(s: MDPState, out: np.ndarray) -> Callable[[], None]:
-    """Reference anchor orientation relative to the robot anchor, 6-D (6)."""
+    """Observed reference anchor orientation relative to the robot anchor, 6-D (6)."""
     a = s.anchor
-    return partial(k.ori_in_frame_6d, s.robot.quat_w[:, a], s.ref.quat_w[:, a : a + 1], out)
+    return partial(k.ori_in_frame_6d, s.robot.quat_w[:, a], s.obs_ref.quat_w[:, a : a + 1], out)
 
 
 @_term(width=lambda s: 6)
 def anchor_vel_b(s: MDPState, out: np.ndarray) -> Callable[[], None]:
-    """Reference anchor linear (m/s) then angular (rad/s) velocity in the robot anchor frame
-    (6): the clip's speed and turn rate, which the anchor position error alone does not give
-    a memoryless policy. Not a BeyondMimic term (docs/task.md section 5)."""
-    a, r = s.anchor, s.robot
-    return partial(k.twist_in_frame, r.quat_w[:, a], s.ref.lin_vel_w[:, a], s.ref.ang_vel_w[:, a],
+    """Observed reference anchor linear (m/s) then angular (rad/s) velocity in the robot anchor
+    frame (6): the clip's speed and turn rate, which the anchor position error alone does not
+    give a memoryless policy. Not a BeyondMimic term (docs/task.md section 5)."""
+    a, r, ref = s.anchor, s.robot, s.obs_ref
+    return partial(k.twist_in_frame, r.quat_w[:, a], ref.lin_vel_w[:, a], ref.ang_vel_w[:, a],
                    out)  # fmt: skip
 
 
 @_term(width=lambda s: 3)
+def imu_lin_vel(s: MDPState, out: np.ndarray) -> Callable[[], None]:
+    """Linear velocity of the IMU site (`MDPState.imu_pos_b`, fixed on the root body) in the
+    root frame (3), m/s: what mjlab's ``imu_lin_vel`` velocimeter and a robot's IMU-based
+    estimator give. The task's ``base_lin_vel`` term (docs/task.md section 5)."""
+    r, b = s.robot, s.root
+    return partial(k.point_vel_in_frame, r.quat_w[:, b], r.lin_vel_w[:, b], r.ang_vel_w[:, b],
+                   s.imu_pos_b, out)  # fmt: skip
+
+
+@_term(width=lambda s: 3)
 def base_lin_vel(s: MDPState, out: np.ndarray) -> Callable[[], None]:
-    """Root linear velocity in the root frame (3), m/s."""
+    """Root body origin's linear velocity in the root frame (3), m/s: the ``base_lin_vel`` of
+    run folders written before `imu_lin_vel` (kept so that they evaluate as trained)."""
     r, b = s.robot, s.root
     return partial(k.vec_in_frame, r.quat_w[:, b], r.lin_vel_w[:, b : b + 1], out)
 

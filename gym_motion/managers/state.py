@@ -22,7 +22,12 @@ class MDPState:
     Attributes:
         body_names: the B tracked bodies. anchor, root: their indices of the anchor and root.
         robot: robot state after the last substep (world frame).
-        ref: reference state at the current motion frame (world frame of the clip).
+        ref: reference state at the current motion frame (world frame of the clip): what the
+            rewards, terminations and errors compare the robot with.
+        obs_ref: the reference the policy observes (`gym_motion.kernels.command.
+            observed_reference`): the frame after the current one with
+            ``TrackingEnvCfg.observed_frame = "next"`` (mjlab's), the current one with
+            "current"; same layout as `ref`.
         ref_rel_pos_w: (N, B, 3) float32, reference bodies re-anchored onto the robot, m.
         ref_rel_quat_w: (N, B, 4) float32, wxyz.
         action, last_action: (N, J) float32, policy actions of this and the previous step.
@@ -38,6 +43,8 @@ class MDPState:
             with its reset noise) or an interval event such as a push; 1 on the first step
             after it.
         default_joint_pos: (J,) float32, rad. soft_joint_limits: (J, 2) float32, rad.
+        imu_pos_b: (3,) float32, m, the IMU site's position in the root body frame
+            (`RobotSpec.imu_position`; zeros: the root body's origin).
     """
 
     body_names: tuple[str, ...]
@@ -47,6 +54,8 @@ class MDPState:
     ref: BodyState
     default_joint_pos: np.ndarray
     soft_joint_limits: np.ndarray
+    imu_pos_b: np.ndarray = field(default_factory=lambda: np.zeros(3, np.float32))
+    obs_ref: BodyState = field(init=False)
     ref_rel_pos_w: np.ndarray = field(init=False)
     ref_rel_quat_w: np.ndarray = field(init=False)
     action: np.ndarray = field(init=False)
@@ -59,6 +68,8 @@ class MDPState:
     def __post_init__(self) -> None:
         n, b = self.robot.pos_w.shape[:2]
         j = self.robot.joint_pos.shape[1]
+        self.obs_ref = BodyState.zeros(n, b, j)
+        self.imu_pos_b = np.asarray(self.imu_pos_b, np.float32).reshape(3)
         self.ref_rel_pos_w = np.zeros((n, b, 3), np.float32)
         self.ref_rel_quat_w = np.zeros((n, b, 4), np.float32)
         self.ref_rel_quat_w[..., 0] = 1.0
@@ -91,6 +102,7 @@ class MDPState:
             ref=BodyState.zeros(num_envs, len(bodies), j),
             default_joint_pos=robot.default_joint_pos.astype(np.float32),
             soft_joint_limits=robot.soft_joint_limits(model).astype(np.float32),
+            imu_pos_b=robot.imu_position(model).astype(np.float32),
         )
 
     @property

@@ -71,6 +71,9 @@ class RobotSpec:
         default_joint_pos: rad, the default pose (action 0 targets it).
         default_root_height: m, root height of the ``"default"`` keyframe.
         soft_limit_factor: soft joint limits are this fraction of each joint range, centred.
+        imu_site: the MJCF site on `root_body` whose linear velocity the policy observes
+            (``base_lin_vel``, what an IMU-based state estimator gives; `imu_position`); ""
+            for the root body's origin.
 
     Raises:
         ValueError: arrays of the wrong length, or referenced bodies that are not in
@@ -95,6 +98,7 @@ class RobotSpec:
     default_root_height: float
     soft_limit_factor: float = 0.9
     self_contact_root: str = field(default="")
+    imu_site: str = ""
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -138,6 +142,25 @@ class RobotSpec:
     def num_joints(self) -> int:
         """J, the number of actuated joints."""
         return len(self.joint_names)
+
+    def imu_position(self, model: mujoco.MjModel) -> np.ndarray:
+        """Position (3,) float64 of `imu_site` in the `root_body` frame, m (zeros when
+        `imu_site` is "").
+
+        Raises:
+            ValueError: `model` has no site `imu_site`, or the site is not on `root_body`.
+        """
+        if not self.imu_site:
+            return np.zeros(3)
+        site = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, self.imu_site)
+        if site < 0:
+            raise ValueError(f"robot {self.name!r}: its MJCF {self.mjcf_path} has no site "
+                             f"{self.imu_site!r} (imu_site)")  # fmt: skip
+        body = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, model.site_bodyid[site])
+        if body != self.root_body:
+            raise ValueError(f"robot {self.name!r}: imu_site {self.imu_site!r} is on body "
+                             f"{body!r}, expected the root body {self.root_body!r}")  # fmt: skip
+        return np.array(model.site_pos[site], np.float64)
 
     def with_mjcf(self, path: str | os.PathLike) -> RobotSpec:
         """The same robot on another MJCF (e.g. a mesh-rich one); names are checked when the

@@ -248,6 +248,15 @@ def vec_in_frame(frame_quat, vec) -> np.ndarray:
     return out.reshape(out.shape[0], -1)
 
 
+def point_vel_in_frame(frame_quat, lin_vel, ang_vel, point) -> np.ndarray:
+    """Rigid-body velocity of body point p in the body frame, formed in the world frame:
+    R^T (v + w x R p); (N, 3)."""
+    q = np.asarray(frame_quat, np.float64)
+    p_w = rotate(q, np.broadcast_to(np.asarray(point, np.float64), q.shape[:-1] + (3,)))
+    v_w = np.asarray(lin_vel, np.float64) + np.cross(np.asarray(ang_vel, np.float64), p_w)
+    return rotate_inverse(q, v_w)
+
+
 def ori_in_frame_6d(frame_quat, quat) -> np.ndarray:
     """First two columns of R_frame^T R_q, row-major: (r00, r01, r10, r11, r20, r21)."""
     m = np.swapaxes(quat_to_rotmat(np.asarray(frame_quat)[:, None]), -1, -2) @ quat_to_rotmat(quat)

@@ -78,6 +78,7 @@ def test_observation_kernels_match_the_oracle_and_the_host_kernels(n):
     ref, robot, ref_q, robot_q = _bodies(rng, n)
     lin = f32(rng.standard_normal((n, 3)))
     ang = f32(rng.standard_normal((n, 3)))
+    point = f32([0.04525, 0.0, -0.08339])
     width, col = 300, 11
     frame_pos, frame_q = robot[:, ANCHOR], robot_q[:, ANCHOR]
     cases = [
@@ -90,6 +91,8 @@ def test_observation_kernels_match_the_oracle_and_the_host_kernels(n):
                          o.vec_in_frame(frame_q, ang[:, None])], -1)),
         (d_obs.ori_in_frame_6d, h_obs.ori_in_frame_6d, (frame_q, ref_q),
          o.ori_in_frame_6d(frame_q, ref_q)),
+        (d_obs.point_vel_in_frame, h_obs.point_vel_in_frame, (frame_q, lin, ang, point),
+         o.point_vel_in_frame(frame_q, lin, ang, point)),
     ]  # fmt: skip
     for device_kernel, host_kernel, args, expected in cases:
         buf = f32(rng.standard_normal((n, width)))
@@ -329,6 +332,30 @@ def test_reference_step_is_the_host_kernel(n, advance):
                                      robot_quat[rows])  # fmt: skip
     assert_allclose(dev[-2][rows], pos, rtol=2e-6, atol=2e-6)
     assert_allclose(dev[-1][rows], quat, rtol=2e-6, atol=2e-6)
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("offset", [0, 1])
+def test_observed_reference_is_the_host_kernel(n, offset):
+    """The observed reference is a gather: the device's equals the host's bit for bit."""
+    rng = rng_for(n, 311 + offset)
+    lib = Lib(rng, [5, 1, 9], n_bodies=20)
+    body_ids = np.array([0, 3, 4, 7, 8, 10, 11, 12, 13, 15, 16, 17, 18, 19], np.int64)
+    clip_ids = rng.integers(0, 3, n).astype(np.int32)
+    frames = (rng.random(n) * lib.lengths[clip_ids]).astype(np.int32)
+    frames[0] = lib.lengths[clip_ids[0]] - 1
+    env_ids = np.flatnonzero(rng.random(n) < 0.7) if n > 1 else np.array([0])
+    nb, nj = body_ids.shape[0], lib.joint_pos.shape[1]
+    shapes = ((n, nb, 3), (n, nb, 4), (n, nb, 3), (n, nb, 3), (n, nj), (n, nj))
+    outs = [np.zeros(s, np.float32) for s in shapes]
+    lib_arrays = (lib.pos, lib.quat, lib.lin_vel, lib.ang_vel, lib.joint_pos, lib.joint_vel)
+    head = (lib.starts, lib.lengths, clip_ids, frames, offset, *lib_arrays, body_ids, env_ids)
+    dev = launch(d_command.observed_reference, env_ids.shape[0], *head,
+                 *[x.copy() for x in outs])  # fmt: skip
+    h_command.observed_reference(*head, *outs)
+    for got, want in zip(dev[-6:], outs, strict=True):
+        assert_array_equal(got, want)
+    assert (outs[4][env_ids] != 0).all()  # written
 
 
 @pytest.mark.parametrize("n", SIZES)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
-from gym_motion.kernels.command import reference_step
+from gym_motion.kernels.command import observed_reference, reference_step
 
 from . import oracle as o
 from .checks import ANCHOR, N_BODIES, SIZES, call_unmutated, f32, rng_for
@@ -229,3 +229,33 @@ def test_reanchor_bodies_on_reset_rows_leaves_other_rows_untouched(n):
     assert out_quat[some].tobytes() == full_quat[some].tobytes()
     assert np.isnan(np.delete(out_pos, some, axis=0)).all()
     assert np.isnan(np.delete(out_quat, some, axis=0)).all()
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("offset", [0, 1])
+def test_observed_reference_gathers_the_frame_offset_frames_on_held_at_the_clip_end(n, offset):
+    """Rows `env_ids` get library frame min(frame + offset, last) of their clip, by fancy
+    indexing; other rows are not written."""
+    rng = rng_for(n, 77 + offset)
+    lib = Lib(rng, [5, 1, 9], n_bodies=20)
+    body_ids = np.array([0, 3, 4, 7, 8, 10, 11, 12, 13, 15, 16, 17, 18, 19], np.int64)
+    clip_ids = rng.integers(0, 3, n).astype(np.int32)
+    frames = (rng.random(n) * lib.lengths[clip_ids]).astype(np.int32)
+    frames[0] = lib.lengths[clip_ids[0]] - 1  # one row on its clip's last frame
+    env_ids = np.flatnonzero(rng.random(n) < 0.7) if n > 1 else np.array([0])
+    nb, nj = body_ids.shape[0], lib.joint_pos.shape[1]
+    shapes = ((n, nb, 3), (n, nb, 4), (n, nb, 3), (n, nb, 3), (n, nj), (n, nj))
+    outs = [np.full(s, np.nan, np.float32) for s in shapes]
+    call_unmutated(
+        observed_reference, lib.starts, lib.lengths, clip_ids, frames, offset,
+        lib.pos, lib.quat, lib.lin_vel, lib.ang_vel, lib.joint_pos, lib.joint_vel, body_ids,
+        env_ids, *outs, written=tuple(range(-6, 0)),
+    )  # fmt: skip
+    c = clip_ids[env_ids]
+    rows = lib.starts[c] + np.minimum(frames[env_ids] + offset, lib.lengths[c] - 1)
+    for got, src in zip(outs[:4], (lib.pos, lib.quat, lib.lin_vel, lib.ang_vel), strict=True):
+        assert_array_equal(got[env_ids], src[rows][:, body_ids])
+    assert_array_equal(outs[4][env_ids], lib.joint_pos[rows])
+    assert_array_equal(outs[5][env_ids], lib.joint_vel[rows])
+    others = np.setdiff1d(np.arange(n), env_ids)
+    assert np.isnan(outs[0][others]).all()

@@ -147,3 +147,21 @@ def test_one_noise_draw_per_group_is_the_stream_of_one_draw_per_term():
     per_term = np.random.default_rng(7)
     blocks = [per_term.random((n, d), dtype=np.float32) for d in dims]
     assert one.tobytes() == b"".join(b.tobytes() for b in blocks)
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_point_vel_in_frame_matches_the_world_frame_oracle(n):
+    """The IMU site's velocity: R^T v + (R^T w) x p against R^T (v + w x R p)."""
+    rng = rng_for(n, 61)
+    quat = o.random_unit_quat(rng, (n,))
+    lin, ang = f32(rng.standard_normal((n, 3))), f32(3.0 * rng.standard_normal((n, 3)))
+    point = f32([0.04525, 0.0, -0.08339])
+    buf, before = _buffer(rng, n)
+    lo, hi = 7, 10
+    call_unmutated(k.point_vel_in_frame, quat, lin, ang, point, buf[:, lo:hi])
+    _assert_only_slice_written(buf, before, lo, hi)
+    expected = o.point_vel_in_frame(quat, lin, ang, point)
+    assert_allclose(buf[:, lo:hi], expected, rtol=2e-6, atol=2e-6)
+    # the offset matters: 0.1 m at up to ~10 rad/s moves the value by up to ~1 m/s
+    origin = o.vec_in_frame(quat, lin[:, None])
+    assert np.abs(expected - origin).max() > 0.05

@@ -74,3 +74,43 @@ def reference_step(
             out_pos[i, b, d] = rp[d]
         for d in range(4):
             out_quat[i, b, d] = q[d]
+
+
+@wp.kernel
+def observed_reference(
+    starts: wp.array(dtype=int),
+    lengths: wp.array(dtype=int),
+    clip_ids: wp.array(dtype=wp.int32),
+    frames: wp.array(dtype=wp.int32),
+    offset: int,
+    lib_pos_w: wp.array3d(dtype=float),
+    lib_quat_w: wp.array3d(dtype=float),
+    lib_lin_vel_w: wp.array3d(dtype=float),
+    lib_ang_vel_w: wp.array3d(dtype=float),
+    lib_joint_pos: wp.array2d(dtype=float),
+    lib_joint_vel: wp.array2d(dtype=float),
+    body_ids: wp.array(dtype=int),
+    env_ids: wp.array(dtype=int),
+    pos_w: wp.array3d(dtype=float),
+    quat_w: wp.array3d(dtype=float),
+    lin_vel_w: wp.array3d(dtype=float),
+    ang_vel_w: wp.array3d(dtype=float),
+    joint_pos: wp.array2d(dtype=float),
+    joint_vel: wp.array2d(dtype=float),
+):
+    """The reference row ``env_ids[tid]``'s policy observes: `offset` frames after its motion
+    frame, held at its clip's last; arguments and shapes as the host kernel's."""
+    i = env_ids[wp.tid()]
+    c = int(clip_ids[i])
+    r = starts[c] + wp.min(int(frames[i]) + offset, lengths[c] - 1)
+    for k in range(body_ids.shape[0]):
+        src = body_ids[k]
+        for d in range(3):
+            pos_w[i, k, d] = lib_pos_w[r, src, d]
+            lin_vel_w[i, k, d] = lib_lin_vel_w[r, src, d]
+            ang_vel_w[i, k, d] = lib_ang_vel_w[r, src, d]
+        for d in range(4):
+            quat_w[i, k, d] = lib_quat_w[r, src, d]
+    for j in range(lib_joint_pos.shape[1]):
+        joint_pos[i, j] = lib_joint_pos[r, j]
+        joint_vel[i, j] = lib_joint_vel[r, j]

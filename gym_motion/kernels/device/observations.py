@@ -74,6 +74,27 @@ def twist_in_frame(
 
 
 @wp.kernel
+def point_vel_in_frame(
+    frame_quat_w: wp.array2d(dtype=float),
+    lin_vel_w: wp.array2d(dtype=float),
+    ang_vel_w: wp.array2d(dtype=float),
+    point_b: wp.array(dtype=float),
+    out: wp.array2d(dtype=float),
+    col: int,
+):
+    """``out[i, col : col+3] = R_i^T v_i + (R_i^T w_i) x p``: the velocity of point p (3,) m,
+    fixed on the body, in the body frame; (N, 4) wxyz and (N, 3) each, world frame."""
+    i = wp.tid()
+    q = row4(frame_quat_w, i)
+    v = quat_rotate_inverse(q, row3(lin_vel_w, i))
+    w = quat_rotate_inverse(q, row3(ang_vel_w, i))
+    px, py, pz = point_b[0], point_b[1], point_b[2]
+    out[i, col] = v[0] + (w[1] * pz - w[2] * py)
+    out[i, col + 1] = v[1] + (w[2] * px - w[0] * pz)
+    out[i, col + 2] = v[2] + (w[0] * py - w[1] * px)
+
+
+@wp.kernel
 def ori_in_frame_6d(
     frame_quat_w: wp.array2d(dtype=float),
     quat_w: wp.array3d(dtype=float),

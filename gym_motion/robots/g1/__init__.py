@@ -241,6 +241,7 @@ G1 = RobotSpec(
     default_joint_pos=DEFAULT_JOINT_POS,
     default_root_height=DEFAULT_ROOT_HEIGHT,
     soft_limit_factor=SOFT_JOINT_LIMIT_FACTOR,
+    imu_site="imu_in_pelvis",
 )
 
 

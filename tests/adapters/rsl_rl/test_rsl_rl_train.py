@@ -180,7 +180,7 @@ def test_export_then_eval_onnx_gives_the_actors_actions_and_episode(
     pytest.importorskip("onnxruntime")
     import onnx
 
-    from gym_motion.deploy import METADATA_KEYS, OnnxPolicy, deploy_metadata
+    from gym_motion.deploy import OnnxPolicy, deploy_metadata
     from gym_motion.envs.config import TrackingEnvCfg, eval_cfg
     from gym_motion.envs.tracking import TrackingVecEnv
     from gym_motion.training.export import export_run
@@ -190,7 +190,8 @@ def test_export_then_eval_onnx_gives_the_actors_actions_and_episode(
     out = capsys.readouterr().out
     assert "(rsl_rl run)" in out and "onnxruntime matches torch" in out
     meta = {p.key: p.value for p in onnx.load(str(path)).metadata_props}
-    assert {k: meta[k] for k in METADATA_KEYS} == deploy_metadata(TrackingEnvCfg())
+    want = deploy_metadata(TrackingEnvCfg())
+    assert {k: meta[k] for k in want} == want
     model_policy = RunFolder(tiny_run).policy()
     env = TrackingVecEnv(3, cfg=eval_cfg(), obs_mode="dict", seed=0)
     try:
