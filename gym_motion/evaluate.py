@@ -92,6 +92,7 @@ def evaluate_clip(
     max_seconds: float | None = None,
     seed: int = 0,
     playback: str = "real_time",
+    randomization: str = "none",
 ) -> dict[str, Any]:
     """Metrics of `policy` on one clip, `episodes` episodes in parallel from its first frame.
 
@@ -106,26 +107,31 @@ def evaluate_clip(
         max_seconds: cap on the episode, s (default: the whole clip). seed: the env's seed.
         playback: "real_time" (default) or "frame_per_step" (one clip frame per control step,
             as mjlab trains; `gym_motion.motion.Playback`).
+        randomization: "none" (`eval_cfg`: nothing random) or "play" (`play_cfg`: what
+            mjlab's play config keeps random, each episode its own draw).
 
     Returns:
         Each of `METRICS` (mean over the episodes, float), and ``clip`` (str), ``episodes``,
-        ``max_episode_steps`` (the horizon, control steps), ``clip_seconds``, ``playback`` and
-        ``terminations``: per episode ``{"causes": [cause, ...], "step": int}``, the
-        ``final/termination/<cause>`` infos that fired (``time_out``: the horizon was reached)
-        and the control step they fired on (1-based, the episode length).
+        ``max_episode_steps`` (the horizon, control steps), ``clip_seconds``, ``playback``,
+        ``randomization`` and ``terminations``: per episode ``{"causes": [cause, ...],
+        "step": int}``, the ``final/termination/<cause>`` infos that fired (``time_out``: the
+        horizon was reached) and the control step they fired on (1-based, the episode length).
 
     Raises:
-        ValueError: an unknown playback, a policy that cannot be bound to the env, or actions
-            of the wrong shape.
+        ValueError: an unknown playback or randomization, a policy that cannot be bound to the
+            env, or actions of the wrong shape.
     """
     from gymnasium.vector import AutoresetMode
 
-    from gym_motion.envs.config import eval_cfg
+    from gym_motion.envs.config import EVAL_RANDOMIZATIONS, eval_cfg, play_cfg
     from gym_motion.envs.stats import tracking_terms
     from gym_motion.envs.tracking import TrackingVecEnv
     from gym_motion.motion.library import MotionLibrary
 
-    cfg = eval_cfg(cfg)
+    if randomization not in EVAL_RANDOMIZATIONS:
+        raise ValueError(f"randomization must be one of {EVAL_RANDOMIZATIONS}, got "
+                         f"{randomization!r}")  # fmt: skip
+    cfg = play_cfg(cfg) if randomization == "play" else eval_cfg(cfg)
     dt = cfg.sim.control_dt
     library = MotionLibrary.from_paths(clip, fps=1.0 / dt, robot=cfg.robot, playback=playback)
     horizon = int(library.lengths[0]) - 1
@@ -186,6 +192,7 @@ def evaluate_clip(
             "max_episode_steps": horizon,
             "clip_seconds": horizon * dt,
             "playback": str(playback),
+            "randomization": randomization,
             "terminations": ends,
         }
     )

@@ -247,3 +247,29 @@ def test_policy_options_are_checked_alike_for_eval_and_render(command):
     with pytest.raises(SystemExit, match=r"jazz_walk_tracker\.onnx tracks g1moves_jazzwalk_60fps"
                        r"\.npz .*pass --motion"):  # fmt: skip
         policy_source(p.parse_args(["--policy", "jazz"]), command)
+
+
+def test_play_randomization_is_mjlabs_play_config():
+    """`play_cfg` keeps what mjlab's tracking play config keeps random (joint noise at the
+    start, torso centre of mass, foot friction, encoder bias) and nothing else; evaluated so,
+    each episode draws its own, and the same seed draws the same."""
+    from gym_motion.envs.config import TrackingEnvCfg, play_cfg
+
+    task = TrackingEnvCfg()
+    cfg = play_cfg(task)
+    assert sorted(cfg.events) == ["encoder_bias", "foot_friction", "torso_com"]
+    assert cfg.reset.joint_pos_range == task.reset.joint_pos_range == (-0.1, 0.1)
+    assert set(cfg.reset.pose_range) == set(cfg.reset.velocity_range) == {(0.0, 0.0)}
+    assert not cfg.obs_noise and cfg.sampling.mode == "start"
+
+    def played(randomization: str, seed: int) -> list[float]:
+        result = evaluate_clip(DEFAULT_MOTION_PATH, None, episodes=3, max_seconds=0.5,
+                               seed=seed, randomization=randomization)  # fmt: skip
+        assert result["randomization"] == randomization
+        return result["joint_pos_rad"], result["mpkpe_mm"]
+
+    assert played("play", 0) == played("play", 0)
+    assert played("play", 0) != played("play", 1)
+    assert played("none", 0) == played("none", 1)
+    with pytest.raises(ValueError, match="randomization must be one of"):
+        played("mjlab", 0)

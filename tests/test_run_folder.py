@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -212,3 +213,42 @@ def test_an_exported_policy_names_its_clips_and_eval_asks_for_them(tmp_path, cap
             "--json", str(path)]  # fmt: skip
     assert main(argv) == 0
     assert list(json.loads(path.read_text())["clips"]) == [str(clip)]
+
+
+OLD_RUN = Path(__file__).parent / "data" / "run_046e225"
+
+
+def test_a_run_folder_of_an_older_version_evaluates_as_trained(tmp_path):
+    """A run folder written before ``observed_frame`` and ``imu_lin_vel`` (tests/data/
+    run_046e225) plays the same episode today as at its own commit: its config.json rebuilds
+    the conventions it trained on (the current frame, the pelvis origin's velocity)."""
+    from gym_motion.managers import observation as obs
+    from gym_motion.motion import DEFAULT_MOTION_PATH
+
+    folder = RunFolder(OLD_RUN)
+    cfg = folder.env_cfg()
+    assert cfg.observed_frame == "current"
+    assert cfg.observations["policy"]["base_lin_vel"].func is obs.base_lin_vel
+    assert TrackingEnvCfg().observed_frame == "next"  # today's default differs
+
+    def played(run_dir) -> dict:
+        out = tmp_path / f"{run_dir.name}.json"
+        argv = ["eval", "--model", str(run_dir), "--motion", str(DEFAULT_MOTION_PATH),
+                "--json", str(out)]  # fmt: skip
+        assert main(argv) == 0
+        return next(iter(json.loads(out.read_text())["clips"].values()))
+
+    then = json.loads((OLD_RUN / "eval_at_046e225.json").read_text())
+    now = played(OLD_RUN)
+    assert now["terminations"] == then.pop("terminations")
+    for key, value in then.items():
+        assert now[key] == pytest.approx(value, rel=1e-6), key
+    # the same policy under today's conventions plays another episode: the check can fail
+    today = tmp_path / "today"
+    today.mkdir()
+    for f in OLD_RUN.iterdir():
+        (today / f.name).write_bytes(f.read_bytes())
+    config = json.loads((today / "config.json").read_text())
+    config["env"]["observed_frame"] = "next"
+    (today / "config.json").write_text(json.dumps(config))
+    assert played(today)["mpkpe_mm"] != pytest.approx(then["mpkpe_mm"], rel=1e-6)

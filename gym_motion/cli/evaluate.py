@@ -46,6 +46,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="episodes per clip (in parallel)")  # fmt: skip
     p.add_argument("--max-seconds", type=cli_number(float, 0.0, low_open=True), default=None,
                    help="cap on an episode, s")  # fmt: skip
+    p.add_argument("--randomization", default="none", choices=("none", "play"),
+                   help="none: nothing random; play: what mjlab's tracking play config keeps "
+                   "random (joint noise at the start, torso centre of mass, foot friction, "
+                   "encoder bias), each episode its own draw")  # fmt: skip
     p.add_argument(
         "--json",
         default=None,
@@ -217,6 +221,7 @@ def _run(args: argparse.Namespace) -> int:
         "max_seconds": args.max_seconds,
         "seed": args.seed,
         "playback": "frame_per_step" if args.frame_per_step else "real_time",
+        "randomization": args.randomization,
     }
     if source.folder is not None:
         result = source.folder.evaluate(args.motion, policy=source.policy, cfg=source.cfg,

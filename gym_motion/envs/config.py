@@ -607,6 +607,28 @@ def eval_cfg(cfg: TrackingEnvCfg | None = None) -> TrackingEnvCfg:
     )
 
 
+EVAL_RANDOMIZATIONS = ("none", "play")
+"""What an evaluation keeps random (`eval_cfg`, `play_cfg`)."""
+
+
+def play_cfg(cfg: TrackingEnvCfg | None = None) -> TrackingEnvCfg:
+    """`cfg` as mjlab's tracking play config (``play=True``) plays it (docs/task.md section
+    13): clips from their start, no observation noise, no pushes, no root pose or velocity
+    noise at the start; kept are the joint-position noise at the start (`ResetCfg.
+    joint_pos_range`), the events of a run's start (torso centre of mass, foot friction) and
+    the encoder bias. Each env draws its own; the env's seed sets them."""
+    cfg = cfg or TrackingEnvCfg()
+    events = {k: t for k, t in cfg.events.items() if t.mode != "interval"}
+    none = ((0.0, 0.0),) * 6
+    return replace(
+        cfg,
+        obs_noise=False,
+        reset=replace(cfg.reset, pose_range=none, velocity_range=none),
+        events=events,
+        sampling=replace(cfg.sampling, mode="start"),
+    )
+
+
 def _legacy_init(init: Callable[..., None]) -> Callable[..., None]:
     """`TrackingEnvCfg.__init__` that also takes the keywords of configs written before
     observation groups (and of old run folders' config.json), applied to the groups."""
@@ -674,6 +696,15 @@ def with_root_origin_velocity(cfg: TrackingEnvCfg) -> TrackingEnvCfg:
         for name, terms in cfg.observations.items()
     }  # fmt: skip
     return replace(cfg, observations=groups)
+
+
+def with_conventions_of(cfg: TrackingEnvCfg, trained: TrackingEnvCfg) -> TrackingEnvCfg:
+    """`cfg` observed as `trained` observes: its ``observed_frame`` and, if `trained`'s policy
+    reads the root origin's velocity, `with_root_origin_velocity` (a run's model played in a
+    task the user picked)."""
+    cfg = replace(cfg, observed_frame=trained.observed_frame)
+    base = trained.observations["policy"].get("base_lin_vel")
+    return with_root_origin_velocity(cfg) if base and base.func is obs.base_lin_vel else cfg
 
 
 def with_obs_noise(

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gym_motion.atomic import write_json
-from gym_motion.envs.config import TrackingEnvCfg
+from gym_motion.envs.config import TrackingEnvCfg, with_conventions_of
 from gym_motion.training.progress import BEST_KEY
 
 if TYPE_CHECKING:
@@ -176,6 +176,7 @@ class RunFolder:
         max_seconds: float | None = None,
         seed: int = 0,
         playback: str = "real_time",
+        randomization: str = "none",
     ) -> dict[str, Any]:
         """Evaluate a policy on clips (`gym_motion.evaluate.evaluate_policy_on_clips`) in the
         task the run trained on, with its observation mode.
@@ -185,8 +186,11 @@ class RunFolder:
                 default motion.
             policy: ``"model"``: the run's trained policy (`policy`); ``"zero"``: the zero
                 action; any `Policy` callable or `BindablePolicy`.
-            cfg: the task (its backend included); default: the run's (`env_cfg`).
-            episodes, max_seconds, seed, playback: see `gym_motion.evaluate.evaluate_clip`.
+            cfg: the task (its backend included); default: the run's (`env_cfg`). The run's
+                model is played with the run's observation conventions whatever `cfg` says
+                (`with_conventions_of`).
+            episodes, max_seconds, seed, playback, randomization: see
+                `gym_motion.evaluate.evaluate_clip`.
 
         Returns:
             `evaluate_policy_on_clips`'s result and ``"run"`` (this folder, str); its
@@ -220,6 +224,7 @@ class RunFolder:
                         f"--env-id) has {sum(asked.values())} values ({', '.join(asked)}); "
                         "leave it out to use the run's"
                     )
+                cfg = with_conventions_of(cfg, trained)
             cfg = cfg or trained
         clips = list(clips or self.motions())
         if not clips:
@@ -229,7 +234,7 @@ class RunFolder:
         result = evaluate_policy_on_clips(
             clips, act, cfg, policy_name=name, episodes=episodes,
             obs_mode=self.obs_mode() if has_config else "policy", max_seconds=max_seconds,
-            seed=seed, playback=playback,
+            seed=seed, playback=playback, randomization=randomization,
         )  # fmt: skip
         result["run"] = str(self.path)
         return result
