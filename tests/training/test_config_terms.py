@@ -200,3 +200,22 @@ def test_import_makes_a_users_term_module_loadable(tmp_path, monkeypatch, capsys
     assert "--import no_such_terms: No module named" in capsys.readouterr().err
     assert main(["--import", "my_obs_terms", *evaluate]) == 0
     assert RunFolder(run).env_cfg().observations["policy"]["twist"].dim == 6
+
+
+@pytest.mark.parametrize("argv", [(), ("--recipe", "clip")])
+def test_training_randomises_at_least_what_mjlabs_play_config_keeps(argv):
+    """A policy from `gym-motion train` (and its clip recipe) must survive mjlab's play config
+    (docs/task.md section 13): every random thing `play_cfg` keeps is in training, with the
+    same range, at full strength before the run ends; training adds observation noise and
+    pushes on top."""
+    from gym_motion.envs.config import play_cfg
+
+    c = config(*argv)
+    play = play_cfg(c.env)
+    for name, term in play.events.items():
+        assert c.env.events[name] == term, name
+    assert set(play.events) == {"torso_com", "foot_friction", "encoder_bias"}
+    assert c.env.reset.joint_pos_range == play.reset.joint_pos_range == (-0.1, 0.1)
+    assert c.env.obs_noise and "push" in c.env.events
+    ramp = c.curricula["reset_noise"]
+    assert ramp.params["steps"] < c.total_steps  # the reset noise at full scale well before
