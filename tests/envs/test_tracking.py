@@ -589,7 +589,7 @@ def test_a_built_in_term_of_the_wrong_width_is_refused_by_name(term, dim):
 
 def test_anchor_velocity_obs_appends_the_reference_anchor_twist_to_both_groups():
     """``anchor_velocity_obs``: 6 more values at the end of the policy and critic groups, the
-    reference anchor's linear and angular velocity rotated into the robot anchor frame; the
+    observed reference anchor's linear and angular velocity rotated into the robot anchor frame; the
     task's 160 and 286 values before them are unchanged."""
     # the task's reset noise: the robot anchor is turned away from the reference's
     quiet = replace(eval_cfg(), reset=TrackingEnvCfg().reset)
@@ -602,15 +602,18 @@ def test_anchor_velocity_obs_appends_the_reference_anchor_twist_to_both_groups()
             assert obs[group].shape == (8, width + 6)
             np.testing.assert_array_equal(obs[group][:, :width], base[group])
         s, a = env.state, env.state.anchor
-        for cols, v in ((slice(-6, -3), s.ref.lin_vel_w), (slice(-3, None), s.ref.ang_vel_w)):
+        for cols, v in (
+            (slice(-6, -3), s.obs_ref.lin_vel_w),
+            (slice(-3, None), s.obs_ref.ang_vel_w),
+        ):
             expected = rotate_inverse(s.robot.quat_w[:, a], v[:, a])
             for group in ("policy", "critic"):
                 np.testing.assert_allclose(obs[group][:, cols], expected, atol=1e-5)
         if step == 2:  # mid-clip the reference moves: not a zero term
             assert np.abs(obs["policy"][:, -6:-3]).max() > 0.05
             # the robot anchor's frame, not the reference anchor's nor the root's
-            for other in (s.ref.quat_w[:, a], s.robot.quat_w[:, s.root]):
-                wrong = rotate_inverse(other, s.ref.lin_vel_w[:, a])
+            for other in (s.obs_ref.quat_w[:, a], s.robot.quat_w[:, s.root]):
+                wrong = rotate_inverse(other, s.obs_ref.lin_vel_w[:, a])
                 assert np.abs(wrong - obs["policy"][:, -6:-3]).max() > 1e-3
         if step == 1:
             env.command.frames[:] = plain.command.frames[:] = 90  # the squat: 0.17 m/s
