@@ -25,6 +25,7 @@ from gym_motion.cli import main  # noqa: E402
 from gym_motion.deploy import (  # noqa: E402
     METADATA_KEYS,
     OBSERVATION_TERM_KEYS,
+    OBSERVED_FRAME_KEY,
     OnnxPolicy,
     PolicyMeta,
     deploy_metadata,
@@ -547,8 +548,11 @@ def test_our_export_states_identity_processing_in_mjlabs_format():
 def test_exported_metadata_has_the_keys_and_values_of_the_mjlab_file(fence):
     ours = deploy_metadata(TrackingEnvCfg())
     theirs = props(FENCE_ONNX)  # written before mjlab added the per-term keys
-    assert tuple(ours) == METADATA_KEYS
+    assert tuple(ours) == (*METADATA_KEYS, OBSERVED_FRAME_KEY)
     assert set(METADATA_KEYS) - set(theirs) == set(OBSERVATION_TERM_KEYS)
+    # gym_motion's own key says mjlab's convention, which mjlab's files leave unsaid
+    assert ours[OBSERVED_FRAME_KEY] == "next" and OBSERVED_FRAME_KEY not in theirs
+    assert PolicyMeta.from_mapping(theirs, "mjlab").observed_frame == "next"
     for key in ("joint_names", "anchor_body_name", "body_names", "observation_names",
                 "command_names"):  # fmt: skip
         assert ours[key] == theirs[key], key
@@ -806,18 +810,19 @@ def test_the_shipped_jazz_policy_keeps_to_the_clips_timing_and_the_term_ends_it_
     without it."""
     from gym_motion.deploy import SHIPPED_POLICIES
     from gym_motion.evaluate import anchor_trace, evaluate_clip
-    from gym_motion.training import train_env_cfg
+    from gym_motion.training.config import with_anchor_horizontal_termination
 
     clip_path = SHARED_POLICY.parent / "motions" / "g1moves_jazzwalk_60fps.npz"
     if not clip_path.is_file():
         pytest.skip(f"the G1 Moves jazz walk not found at {clip_path} (../shared/motions)")
-    trace = anchor_trace(clip_path, OnnxPolicy(SHIPPED_POLICIES["jazz"]))
+    jazz = OnnxPolicy(SHIPPED_POLICIES["jazz"])
+    trace = anchor_trace(clip_path, jazz, jazz.env_cfg())
     distance = np.linalg.norm(trace["robot"] - trace["reference"], axis=1)
     horizon = len(trace["route"]) - 1
     assert len(distance) == horizon and 0.095 < distance.max() < 0.2  # on time, and survives
     first = int(np.argmax(distance > 0.09))
     assert abs(distance[first] - 0.09) > 1e-4  # float32 rounding cannot move the step
-    with_term = train_env_cfg(anchor_horizontal_termination=0.09)
+    with_term = with_anchor_horizontal_termination(jazz.env_cfg(), 0.09)
     result = evaluate_clip(clip_path, OnnxPolicy(SHIPPED_POLICIES["jazz"]), with_term)
     assert result["terminations"] == [{"causes": ["anchor_horizontal"], "step": first + 1}]
 
@@ -856,3 +861,29 @@ def test_the_session_runs_one_thread_for_small_batches_and_the_users_count_when_
     assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
     with pytest.raises(ValueError, match="intra_op_threads must be >= 1"):
         OnnxPolicy(FENCE_ONNX, intra_op_threads=0)
+
+
+def test_a_policy_of_the_old_conventions_plays_in_its_own_env_and_is_refused_in_another():
+    """ONNX metadata from before mjlab's conventions (``observed_frame: current``, the root
+    origin's ``base_origin_lin_vel``) get an env with those conventions from
+    `OnnxPolicy.env_cfg`; today's env refuses them in one line, and an env of the old
+    conventions refuses mjlab's names, rather than feeding either the other quantity."""
+    from gym_motion.deploy import SHIPPED_POLICIES
+    from gym_motion.envs import with_root_origin_velocity
+    from gym_motion.managers import observation as obs
+
+    jazz = OnnxPolicy(SHIPPED_POLICIES["jazz"])
+    assert jazz.meta.observed_frame == "current"
+    assert "base_origin_lin_vel" in jazz.meta.observation_names
+    cfg = jazz.env_cfg()
+    assert cfg.observed_frame == "current"
+    assert cfg.observations["policy"]["base_lin_vel"].func is obs.base_lin_vel
+    jazz.mapping(cfg)  # maps
+    with pytest.raises(ValueError, match="observes the current reference frame"):
+        jazz.mapping(eval_cfg())
+    with pytest.raises(ValueError, match="unknown observation term 'base_origin_lin_vel'"):
+        jazz.mapping(dataclasses.replace(eval_cfg(), observed_frame="current"))
+    mjlab_names = PolicyMeta.from_mapping(props(FENCE_ONNX), "mjlab")
+    old_env = with_root_origin_velocity(eval_cfg())
+    with pytest.raises(ValueError, match="'base_lin_vel' term is 'base_origin_lin_vel'"):
+        mjlab_names.mapping(old_env)

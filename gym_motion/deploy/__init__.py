@@ -19,6 +19,7 @@ from gym_motion.deploy.metadata import (
     DEPLOY_OBS_NAMES,
     METADATA_KEYS,
     OBSERVATION_TERM_KEYS,
+    OBSERVED_FRAME_KEY,
     PolicyMapping,
     PolicyMeta,
     deploy_metadata,
@@ -26,7 +27,7 @@ from gym_motion.deploy.metadata import (
 )
 from gym_motion.deploy.onnx_policy import OnnxPolicy
 
-# A PPO policy that tracks the embedded default motion to its end (400/400 steps, MPKPE 57.5 mm;
+# A PPO policy that tracks the embedded default motion to its end (400/400 steps, MPKPE 55.9 mm;
 # `gym-motion eval --policy tracker`), exported with its deploy metadata; how it was trained is
 # in its "training" metadata and the README.
 _POLICIES = Path(__file__).resolve().parents[1] / "assets" / "policies"
@@ -35,7 +36,10 @@ DEFAULT_POLICY_PATH = _POLICIES / "default_tracker.onnx"
 # The ONNX policies shipped with the package, by their ``gym-motion eval/render --policy`` name.
 # "jazz": a residual-action PPO policy of the G1 Moves jazz walk (CC-BY-4.0, github.com/
 # experientialtech/g1-moves; the clip is not shipped: its deploy metadata's motion_files names
-# it and eval asks for it); how far it tracks is in its "training" metadata and the README.
+# it and eval asks for it); how far it tracks is in its "training" metadata and the README. It
+# was trained before gym_motion took mjlab's observation conventions: its metadata says so
+# (observed_frame current, base_origin_lin_vel), so it plays as trained here and a deploy stack
+# refuses it.
 SHIPPED_POLICIES = {
     "tracker": DEFAULT_POLICY_PATH,
     "jazz": _POLICIES / "jazz_walk_tracker.onnx",
@@ -46,6 +50,7 @@ __all__ = [
     "DEPLOY_OBS_NAMES",
     "METADATA_KEYS",
     "OBSERVATION_TERM_KEYS",
+    "OBSERVED_FRAME_KEY",
     "OnnxPolicy",
     "SHIPPED_POLICIES",
     "PolicyMapping",

@@ -477,7 +477,8 @@ class PolicyMeta:
         Raises:
             ValueError: (one line, naming `source` and the env) another joint count, joint
                 names the robot lacks, another anchor body, an observation term that is
-                unknown or that the env's policy observation lacks, an env that clips or
+                unknown or that the env's policy observation lacks, another observed reference
+                frame (`OBSERVED_FRAME_KEY`), an env that clips or
                 scales its policy terms.
 
         Warns:
@@ -548,6 +549,13 @@ class PolicyMapping:
         robot = cfg.robot
         src = meta.source
         j = robot.num_joints
+        if meta.observed_frame != cfg.observed_frame:
+            raise ValueError(
+                f"{src}: the policy observes the {meta.observed_frame} reference frame "
+                f"({OBSERVED_FRAME_KEY}), {env_name} shows the {cfg.observed_frame} one; build "
+                f"the env with TrackingEnvCfg(observed_frame={meta.observed_frame!r}) "
+                "(OnnxPolicy.env_cfg() does)"
+            )
         if meta.num_joints != j:
             raise ValueError(
                 f"{src}: the policy has {meta.num_joints} joints, robot {robot.name!r} of "
@@ -614,6 +622,12 @@ class PolicyMapping:
         for name in meta.observation_names:
             key = _term_key(name, env_terms)
             if key is None:
+                if name in env_terms:  # that key is another quantity there
+                    other = DEPLOY_OBS_NAMES.get(env_terms[name].func, name)
+                    raise ValueError(
+                        f"{src}: the policy observes {name!r}, but {env_name}'s {name!r} term is "
+                        f"{other!r} (another quantity; docs/task.md section 13)"
+                    )
                 if _term_key(name, ANCHOR_VELOCITY_TERM) is not None:
                     raise ValueError(
                         f"{src}: the policy observes {name!r}, which {env_name} does not "
