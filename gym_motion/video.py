@@ -28,7 +28,20 @@ if TYPE_CHECKING:
     from gym_motion.policy import BindablePolicy, Policy
     from gym_motion.render import RenderCfg
 
-__all__ = ["Mp4Writer", "read_mp4", "record_video"]
+__all__ = ["Mp4Writer", "check_mp4_path", "read_mp4", "record_video"]
+
+
+def check_mp4_path(path: str | os.PathLike) -> Path:
+    """`path` as a Path, if it names an MP4 file (suffix ``.mp4``, any case).
+
+    Raises:
+        ValueError: another suffix (a ``.gif`` would get MP4 bytes under its name), naming it.
+    """
+    path = Path(path)
+    if path.suffix.lower() != ".mp4":
+        raise ValueError(f"{path}: videos are written as MP4 (H.264); give a file name ending "
+                         f"in .mp4, not {path.suffix or 'no suffix'!r}")  # fmt: skip
+    return path
 
 
 class Mp4Writer:
@@ -43,7 +56,7 @@ class Mp4Writer:
         fps: frames per second (> 0).
 
     Raises:
-        ValueError: odd or non-positive size, fps <= 0.
+        ValueError: odd or non-positive size, fps <= 0, a path not ending in ``.mp4``.
         ModuleNotFoundError: ``imageio_ffmpeg`` is not installed (the ``render`` extra).
 
     Example:
@@ -59,7 +72,7 @@ class Mp4Writer:
             raise ValueError(f"MP4 frames need an even width and height, got {width}x{height}")
         if not fps > 0:
             raise ValueError(f"fps must be > 0, got {fps}")
-        self.path = Path(path)
+        self.path = check_mp4_path(path)
         self.shape = (int(height), int(width), 3)
         self.fps = float(fps)
         self.frames = 0

@@ -252,3 +252,68 @@ def test_a_run_folder_of_an_older_version_evaluates_as_trained(tmp_path):
     config["env"]["observed_frame"] = "next"
     (today / "config.json").write_text(json.dumps(config))
     assert played(today)["mpkpe_mm"] != pytest.approx(then["mpkpe_mm"], rel=1e-6)
+
+
+def test_runs_started_in_the_same_second_get_their_own_folders(tmp_path, monkeypatch):
+    """Without --out, each run claims a new ``runs/<date>-<time>`` folder atomically, so two
+    runs of the same second never share one (wandb PR #5860); a run that stops before writing
+    anything leaves no empty folder behind."""
+    import time
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(time, "strftime", lambda fmt, *a: "20261208-010203")
+    made = [RunFolder.create(None, "model.zip").path for _ in range(3)]
+    assert [p.name for p in made] == ["20261208-010203", "20261208-010203-2", "20261208-010203-3"]
+    assert all(p.is_dir() for p in made)
+    for p in made:
+        p.rmdir()
+    (tmp_path / "clip.npz").write_text("not a clip")
+    with pytest.raises(ValueError, match="clip.npz"):  # found after the folder is claimed
+        train(RunConfig(motion=[str(tmp_path / "clip.npz")], total_steps=64, num_envs=2))
+    assert list((tmp_path / "runs").iterdir()) == []
+    with pytest.raises(ValueError, match=r"RunConfig.seed \(--seed\) must be below 2\*\*32"):
+        RunConfig(seed=2**32)
+
+
+def _old_run_copy(tmp_path) -> Path:
+    run = tmp_path / "run"
+    run.mkdir()
+    for f in OLD_RUN.iterdir():
+        (run / f.name).write_bytes(f.read_bytes())
+    return run
+
+
+def test_run_folders_of_other_versions_are_read_with_one_default_per_field_or_refused_in_a_line(
+    tmp_path,
+):
+    """(stable-baselines3 #1320) A key this version does not know names the file, the key and
+    both versions; a missing ``train.obs_mode`` is the same mode for the folder and the
+    resumed config; a progress.json without ``checkpoints`` resumes, one without
+    ``env_steps`` is refused by name."""
+    import gym_motion
+
+    run = _old_run_copy(tmp_path)
+    config = json.loads((run / "config.json").read_text())
+    config["versions"]["gym_motion"] = "9.9.9"
+    config["env"]["a_field_of_the_future"] = 1
+    (run / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError) as err:
+        RunFolder(run).env_cfg()
+    line = str(err.value)
+    assert "\n" not in line and str(run / "config.json") in line
+    assert "a_field_of_the_future" in line and "9.9.9" in line and gym_motion.__version__ in line
+
+    del config["env"]["a_field_of_the_future"]
+    del config["train"]["obs_mode"]
+    (run / "config.json").write_text(json.dumps(config))
+    folder = RunFolder(run)
+    assert folder.obs_mode() == folder.run_config().obs_mode == "policy"
+
+    progress = json.loads((run / "progress.json").read_text())
+    del progress["checkpoints"]
+    (run / "progress.json").write_text(json.dumps(progress))
+    assert RunFolder(run).progress()["checkpoints"] == 0
+    del progress["env_steps"]
+    (run / "progress.json").write_text(json.dumps(progress))
+    with pytest.raises(ValueError, match=r"progress.json: no 'env_steps', which resuming needs"):
+        RunFolder(run).progress()

@@ -146,3 +146,19 @@ def test_cli_render_without_imageio_ffmpeg_names_the_extra(gl, tmp_path, monkeyp
     err = capsys.readouterr().err
     assert "imageio_ffmpeg is not installed" in err and 'pip install -e ".[render]"' in err
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("name", ["clip.gif", "clip", "clip.MP4.bak"])
+def test_a_video_name_other_than_mp4_is_refused_before_anything_is_written(name, tmp_path, capsys):
+    """``render -o x.gif`` wrote MP4 bytes under a .gif name and exited 0: now one line names
+    the file and nothing is written, by the CLI and by `Mp4Writer`."""
+    from gym_motion.video import Mp4Writer, check_mp4_path
+
+    out = tmp_path / name
+    assert main(["render", "--policy", "zero", "--seconds", "0.1", "-o", str(out)]) != 0
+    err = capsys.readouterr().err
+    assert name in err and ".mp4" in err and len(err.strip().splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(ValueError, match="give a file name ending in .mp4"):
+        Mp4Writer(out, 64, 64, fps=25)
+    assert check_mp4_path(tmp_path / "ok.MP4").name == "ok.MP4"

@@ -54,8 +54,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from gym_motion.render import RenderCfg
-    from gym_motion.video import record_video
+    from gym_motion.video import check_mp4_path, record_video
 
+    check_mp4_path(args.output)
     source = policy_source(args, "render")
     check_output_path(args.output)
     folder, policy, cfg, obs_mode = source.folder, source.policy, source.cfg, "policy"

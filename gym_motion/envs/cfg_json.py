@@ -44,7 +44,8 @@ def loads(text: str) -> Any:
     """The object `dumps` wrote.
 
     Raises:
-        ValueError: an unknown robot, or a ``__type__`` / ``__func__`` that is not a
+        ValueError: an unknown robot, a field its class does not have (a config of another
+            version), or a ``__type__`` / ``__func__`` that is not a
             dataclass / function of ``gym_motion`` or of an imported non-standard-library
             module, named by its own path (the message names it).
     """
@@ -136,5 +137,14 @@ def _decode(obj: Any) -> Any:
         return _resolve(obj["__func__"], "__func__")
     if "__type__" in obj:
         cls = _resolve(obj["__type__"], "__type__")
-        return cls(**{k: _decode(v) for k, v in obj.items() if k != "__type__"})
+        kwargs = {k: _decode(v) for k, v in obj.items() if k != "__type__"}
+        try:
+            return cls(**kwargs)
+        except TypeError as exc:  # a key this version's class does not have
+            known = {f.name for f in dataclasses.fields(cls)}
+            unknown = sorted(k for k in kwargs if k not in known)
+            raise ValueError(
+                f"config {cls.__name__} has no field {unknown[0] if unknown else ''!r} "
+                f"({' '.join(str(exc).split())}): written by another version of gym_motion?"
+            ) from None
     return {k: _decode(v) for k, v in obj.items()}

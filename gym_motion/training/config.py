@@ -27,6 +27,14 @@ __all__ = [
     "with_anchor_horizontal_termination",
 ]
 
+LEGACY_OBS_MODE = "policy"
+"""The observation mode of run folders whose config.json has no ``train.obs_mode`` (written
+before the asymmetric critic: the actor and the critic read the policy group)."""
+
+MAX_SEED = 2**32 - 2**16
+"""Seeds are below this: NumPy's legacy global seed (which SB3 sets) takes 0 to 2**32 - 1,
+and each rank of a distributed run adds its rank."""
+
 # Where training episodes start: `gym-motion train` defaults to uniform (measured: docs/
 # measurements.md, "Learning at equal steps"); "adaptive" is docs/task.md section 10's mixture.
 TRAIN_SAMPLING = ("uniform", "adaptive")
@@ -173,7 +181,10 @@ class RunConfig:
         check_curricula(self.curricula, self.env.terminations, self.env.episode_length_s)
         cv.integer("RunConfig.num_envs", self.num_envs, low=1)
         cv.integer("RunConfig.total_steps", self.total_steps, low=1)
-        cv.integer("RunConfig.seed", self.seed)
+        seed = cv.integer("RunConfig.seed (--seed)", self.seed, low=0)
+        if seed >= MAX_SEED:  # NumPy's and torch's global seeds (SB3 sets both)
+            raise ValueError(f"RunConfig.seed (--seed) must be below 2**32 - 2**16 (each rank "
+                             f"adds its own), got {seed}")  # fmt: skip
         cv.integer("RunConfig.eval_every_steps", self.eval_every_steps, low=0)
         cv.integer("RunConfig.eval_episodes", self.eval_episodes, low=1)
         if self.max_minutes is not None:
@@ -219,8 +230,9 @@ class RunConfig:
     @classmethod
     def from_dict(cls, train: dict[str, Any], env: TrackingEnvCfg) -> RunConfig:
         """The config `to_dict` wrote, with its task `env`; keys this version does not know
-        are left out, and the curriculum fields of earlier versions (``reset_noise_ramp_steps``,
-        ``termination_from_steps``, ``termination_from_episode_s``) read as curriculum terms.
+        are left out, a missing ``obs_mode`` is `LEGACY_OBS_MODE`, and the curriculum fields of
+        earlier versions (``reset_noise_ramp_steps``, ``termination_from_steps``,
+        ``termination_from_episode_s``) read as curriculum terms.
 
         Raises:
             ValueError: a field out of range, or a curriculum function that cannot be imported.
@@ -229,6 +241,7 @@ class RunConfig:
 
         names = {f.name for f in dataclasses.fields(cls)} - {"env"}
         kwargs = {k: v for k, v in train.items() if k in names}
+        kwargs.setdefault("obs_mode", LEGACY_OBS_MODE)
         if "curricula" in kwargs:
             kwargs["curricula"] = dict(decode(kwargs["curricula"]))
         else:

@@ -14,6 +14,7 @@ gym_motion (an ``env`` section of plain values, no ``library``: Stable-Baselines
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import platform
@@ -27,6 +28,7 @@ import numpy as np
 
 from gym_motion.atomic import write_json
 from gym_motion.envs.config import TrackingEnvCfg, with_conventions_of
+from gym_motion.training.config import LEGACY_OBS_MODE
 from gym_motion.training.progress import BEST_KEY
 
 if TYPE_CHECKING:
@@ -58,18 +60,36 @@ class RunFolder:
 
     @classmethod
     def create(cls, out: str | os.PathLike | None, model_file: str | None) -> RunFolder:
-        """The folder of a new run: `out`, or ``runs/<date>-<time>`` (not made yet).
+        """The folder of a new run: `out` (made later), or a new ``runs/<date>-<time>`` made
+        here (``-2``, ``-3``, ... when a run started in the same second holds it: two runs
+        never share a folder; `discard_if_empty` removes it if the run stops before writing).
 
         Raises:
-            FileExistsError: the folder already holds a run (its `model_file`; None: not
-                checked).
+            FileExistsError: `out` already holds a run (its `model_file`; None: not checked).
         """
-        path = Path(out or Path("runs") / time.strftime("%Y%m%d-%H%M%S"))
+        if out is None:
+            stamp = Path("runs") / time.strftime("%Y%m%d-%H%M%S")
+            stamp.parent.mkdir(parents=True, exist_ok=True)
+            for k in itertools.count(1):
+                path = stamp if k == 1 else stamp.with_name(f"{stamp.name}-{k}")
+                try:
+                    path.mkdir()  # atomic: the first run to make it owns it
+                except FileExistsError:
+                    continue
+                return cls(path)
+        path = Path(out)
         if model_file is not None and (path / model_file).exists():
             raise FileExistsError(
                 f"{path} already holds a run ({model_file}); choose another --out"
             )
         return cls(path)
+
+    def discard_if_empty(self) -> None:
+        """Remove the folder if it holds nothing (a run that stopped before writing)."""
+        try:
+            self.path.rmdir()
+        except OSError:  # not empty, or gone
+            pass
 
     # -- config.json ---------------------------------------------------------------------------
 
@@ -125,9 +145,9 @@ class RunFolder:
         return dict(self.config().get("train", {}))
 
     def obs_mode(self) -> str:
-        """The observation mode the run's policy reads ("dict" or "policy"; default
-        "policy")."""
-        return str(self.train_settings().get("obs_mode", "policy"))
+        """The observation mode the run's policy reads ("dict" or "policy"; a config.json
+        without it: `LEGACY_OBS_MODE`, as `RunConfig.from_dict` reads it)."""
+        return str(self.train_settings().get("obs_mode", LEGACY_OBS_MODE))
 
     def motions(self) -> list[str]:
         """The run's training clips (absolute paths; ``[]`` when not recorded)."""
@@ -249,15 +269,26 @@ class RunFolder:
     def progress(self) -> dict[str, Any]:
         """progress.json as a dict.
 
+        Keys that older versions did not write take their defaults (`_PROGRESS_DEFAULTS`).
+
         Raises:
             FileNotFoundError: the folder holds no checkpoint of a run to resume.
+            ValueError: progress.json lacks a key resuming needs (`_PROGRESS_KEYS`), named
+                with the version that wrote the run.
         """
         path = self.path / "progress.json"
         if not path.is_file():
             raise FileNotFoundError(
                 f"{path}: no checkpoint of a gym-motion train run to resume in {self.path}"
             )
-        return json.loads(path.read_text())
+        state = json.loads(path.read_text())
+        if not isinstance(state, dict):
+            raise ValueError(f"{path}: expected a JSON object")
+        missing = [k for k in _PROGRESS_KEYS if k not in state]
+        if missing:
+            raise ValueError(f"{path}: no {missing[0]!r}, which resuming needs "
+                             f"({_written_by(self.config())})")  # fmt: skip
+        return {**_PROGRESS_DEFAULTS, **state}
 
     # -- summary.json --------------------------------------------------------------------------
 
@@ -353,6 +384,23 @@ class RunFolder:
         return self._learner().actor_module(self.path)
 
 
+# progress.json: what resuming cannot do without, and what older versions did not write
+_PROGRESS_KEYS = ("env_steps", "history", "evals", "learn_s")
+_PROGRESS_DEFAULTS: dict[str, Any] = {"checkpoints": 0, "next_eval": None,
+                                      "terminations_switched_on": {}}  # fmt: skip
+
+
+def _written_by(config: dict[str, Any]) -> str:
+    """Which gym_motion wrote a run's config.json, and which reads it (for messages)."""
+    import gym_motion
+
+    versions = config.get("versions")
+    wrote = versions.get("gym_motion") if isinstance(versions, dict) else None
+    return (
+        f"written by gym_motion {wrote or 'of unknown version'}, read by {gym_motion.__version__}"
+    )
+
+
 def _env_cfg(config: dict[str, Any], source: str) -> TrackingEnvCfg:
     from gym_motion.robots import ROBOTS
 
@@ -360,7 +408,10 @@ def _env_cfg(config: dict[str, Any], source: str) -> TrackingEnvCfg:
     if not isinstance(env, dict):
         raise ValueError(f"{source}: no 'env' section (the task config of the run)")
     if "__type__" in env:
-        return TrackingEnvCfg.from_json(json.dumps(env))
+        try:
+            return TrackingEnvCfg.from_json(json.dumps(env))
+        except ValueError as exc:
+            raise ValueError(f"{source}: env: {exc} ({_written_by(config)})") from None
     recorded = env.get("robot")
     name = recorded.get("name") if isinstance(recorded, dict) else None
     if name not in ROBOTS:

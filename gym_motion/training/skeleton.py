@@ -148,112 +148,122 @@ def train(config: RunConfig, *, resume: bool = False) -> dict[str, Any]:
             raise FileNotFoundError(f"{folder.path / library.model_file}: no model to resume")
     else:
         folder, state = RunFolder.create(config.out, library.model_file if main else None), None
-    evaluate = partial(
-        evaluate_policy_on_clips, motions, cfg=config.env, episodes=config.eval_episodes,
-        obs_mode=config.obs_mode, max_seconds=config.eval_max_seconds, seed=config.seed,
-    )  # fmt: skip
-    before = state["before"] if state else None
-    if main:
-        name = "" if config.library == "sb3" else f" ({config.library})"
-        what = "resuming" if resume else "run folder"
-        print(f"gym-motion train{name}: {what} {folder.path}", flush=True)
-        if before is None:
-            before = evaluate(None)  # also validates the clips
-        folder.path.mkdir(parents=True, exist_ok=True)
-    done = int(state["env_steps"]) if state else 0
-    if config.samplers:  # Ray actors step the envs (gym_motion.training.samplers)
-        from gym_motion.training.samplers import SamplerPool
-
-        env = SamplerPool(config, motions, library.collector(config), seed=config.seed + done,
-                          env_kwargs=library.env_kwargs(config))  # fmt: skip
-    else:
-        env = TrackingVecEnv(
-            num_envs=config.num_envs, motion=motions, cfg=config.env, autoreset_mode="same_step",
-            obs_mode=config.obs_mode, seed=config.seed + done, **library.env_kwargs(config),
+    try:
+        evaluate = partial(
+            evaluate_policy_on_clips, motions, cfg=config.env, episodes=config.eval_episodes,
+            obs_mode=config.obs_mode, max_seconds=config.eval_max_seconds, seed=config.seed,
         )  # fmt: skip
-    periodic = None
-    if config.eval_every_steps and main:
-        periodic = lambda: evaluate(learner.policy())  # noqa: E731
+        before = state["before"] if state else None
+        if main:
+            name = "" if config.library == "sb3" else f" ({config.library})"
+            what = "resuming" if resume else "run folder"
+            print(f"gym-motion train{name}: {what} {folder.path}", flush=True)
+            if before is None:
+                before = evaluate(None)  # also validates the clips
+            folder.path.mkdir(parents=True, exist_ok=True)
+        done = int(state["env_steps"]) if state else 0
+        if config.samplers:  # Ray actors step the envs (gym_motion.training.samplers)
+            from gym_motion.training.samplers import SamplerPool
 
-    def save(steps: int) -> None:
-        learner.save(folder.path)
-        folder.write_progress({**progress.state(steps), "before": before})
+            env = SamplerPool(config, motions, library.collector(config), seed=config.seed + done,
+                              env_kwargs=library.env_kwargs(config))  # fmt: skip
+        else:
+            env = TrackingVecEnv(
+                num_envs=config.num_envs, motion=motions, cfg=config.env,
+                autoreset_mode="same_step", obs_mode=config.obs_mode, seed=config.seed + done,
+                **library.env_kwargs(config),
+            )  # fmt: skip
+        periodic = None
+        if config.eval_every_steps and main:
+            periodic = lambda: evaluate(learner.policy())  # noqa: E731
 
-    def keep_best(steps: int, result: dict[str, Any]) -> None:
-        folder.write_best(steps, progress.learn_s, result, learner.save)
+        def save(steps: int) -> None:
+            learner.save(folder.path)
+            folder.write_progress({**progress.state(steps), "before": before})
 
-    # the reset-noise scale is set before the learner's wrapper resets the envs
-    progress = Progress(config, env, periodic, world, config.device, save if main else None,
-                        keep_best if main else None)  # fmt: skip
-    if state:
-        progress.restore(state)
-        progress.best = folder.best_evaluation()  # best/ records it, also when newer than state
-    learner = None
-    try:
-        learner = library(config, env, folder.path if main else None, world)
+        def keep_best(steps: int, result: dict[str, Any]) -> None:
+            folder.write_best(steps, progress.learn_s, result, learner.save)
+
+        # the reset-noise scale is set before the learner's wrapper resets the envs
+        progress = Progress(config, env, periodic, world, config.device, save if main else None,
+                            keep_best if main else None)  # fmt: skip
+        if state:
+            progress.restore(state)
+            progress.best = folder.best_evaluation()  # best/ records it, also when newer than state
+        learner = None
+        try:
+            learner = library(config, env, folder.path if main else None, world)
+            if resume:
+                learner.load(folder.path, done)
+        finally:
+            if learner is None:
+                env.close()
+        if main:
+            folder.write_config(recorded, motions, learner.config_entries(), learner.versions())
+
+        interrupted, aborted = False, None
+        progress.start()
+        t0 = time.perf_counter()
+        try:
+            learner.learn(progress)
+        except KeyboardInterrupt:
+            interrupted = True
+            print(INTERRUPTED, file=sys.stderr)
+        except RunAborted as exc:
+            aborted = str(exc)
+            print(f"gym-motion train: {aborted}", file=sys.stderr)
+        wall = time.perf_counter() - t0
+        steps = learner.env_steps
+        summary: dict[str, Any] = {
+            "run": str(folder.path),
+            "library": config.library,
+            "interrupted": interrupted,
+            "stopped_by": "error" if aborted else _stopped_by(interrupted, progress.stop),
+            "env_steps": steps,
+            **learner.summary_entries(),
+            "train_wall_s": round(progress.learn_s, 2),
+            "env_steps_per_s_overall": round((steps - done) / wall, 1) if wall > 0 else None,
+            "env_steps_per_s_rollout": _mean_tail(progress.history, "time/env_steps_per_s"),
+            "reset_noise_scale_final": progress.scale,
+        }
+        if any(t.func is termination_from_episode_s for t in config.curricula.values()):
+            # env step of each term's switch, {} if none yet
+            summary["terminations_switched_on"] = dict(progress.switched_on)
+        if aborted:
+            summary["error"] = aborted
         if resume:
-            learner.load(folder.path, done)
-    finally:
-        if learner is None:
-            env.close()
-    if main:
-        folder.write_config(recorded, motions, learner.config_entries(), learner.versions())
-
-    interrupted, aborted = False, None
-    progress.start()
-    t0 = time.perf_counter()
-    try:
-        learner.learn(progress)
-    except KeyboardInterrupt:
-        interrupted = True
-        print(INTERRUPTED, file=sys.stderr)
-    except RunAborted as exc:
-        aborted = str(exc)
-        print(f"gym-motion train: {aborted}", file=sys.stderr)
-    wall = time.perf_counter() - t0
-    steps = learner.env_steps
-    summary: dict[str, Any] = {
-        "run": str(folder.path),
-        "library": config.library,
-        "interrupted": interrupted,
-        "stopped_by": "error" if aborted else _stopped_by(interrupted, progress.stop),
-        "env_steps": steps,
-        **learner.summary_entries(),
-        "train_wall_s": round(progress.learn_s, 2),
-        "env_steps_per_s_overall": round((steps - done) / wall, 1) if wall > 0 else None,
-        "env_steps_per_s_rollout": _mean_tail(progress.history, "time/env_steps_per_s"),
-        "reset_noise_scale_final": progress.scale,
-    }
-    if any(t.func is termination_from_episode_s for t in config.curricula.values()):
-        # env step of each term's switch, {} if none yet
-        summary["terminations_switched_on"] = dict(progress.switched_on)
-    if aborted:
-        summary["error"] = aborted
-    if resume:
-        summary["resumed_from_env_steps"] = done
-    if world > 1:
-        summary["ranks"] = world
-    if not main:
+            summary["resumed_from_env_steps"] = done
+        if world > 1:
+            summary["ranks"] = world
+        if not main:
+            learner.close()
+            return {**summary, "rank": rank.rank}
+        save(steps)
+        summary["before"] = before
+        with _interruptible(summary):  # Ctrl-C from here on: the model and summary.json are kept
+            if not interrupted and not aborted:
+                last = progress.evals[-1]["timesteps"] if progress.evals else -1.0
+                if periodic is not None and last < steps:
+                    learner.log(progress.evaluate_now(steps))
+                after = evaluate(learner.policy())
+                summary["after"], summary["after_vs_before"] = (
+                    after,
+                    _after_vs_before(before, after),
+                )
+                progress.offer_best(steps, after)  # best/ also without periodic evaluations
+                if config.video_seconds > 0:
+                    summary["video"] = _final_video(
+                        folder.path / "final_eval.mp4", learner.policy(), motions[0], config
+                    )
         learner.close()
-        return {**summary, "rank": rank.rank}
-    save(steps)
-    summary["before"] = before
-    with _interruptible(summary):  # Ctrl-C from here on: the model and summary.json are kept
-        if not interrupted and not aborted:
-            last = progress.evals[-1]["timesteps"] if progress.evals else -1.0
-            if periodic is not None and last < steps:
-                learner.log(progress.evaluate_now(steps))
-            after = evaluate(learner.policy())
-            summary["after"], summary["after_vs_before"] = after, _after_vs_before(before, after)
-            progress.offer_best(steps, after)  # best/ also without periodic evaluations
-            if config.video_seconds > 0:
-                summary["video"] = _final_video(folder.path / "final_eval.mp4", learner.policy(),
-                                                motions[0], config)  # fmt: skip
-    learner.close()
-    folder.write_progress({**progress.state(steps), "before": before})  # with the final eval
-    plot_curves(progress.history, folder.path / "training_curves.png", progress.evals)
-    folder.write_summary(summary)
-    return summary
+        folder.write_progress({**progress.state(steps), "before": before})  # with the final eval
+        plot_curves(progress.history, folder.path / "training_curves.png", progress.evals)
+        folder.write_summary(summary)
+        return summary
+    except BaseException:
+        if main and not resume:  # a new run that wrote nothing leaves no empty folder
+            folder.discard_if_empty()
+        raise
 
 
 def physics_on_learner_device(config: RunConfig) -> RunConfig:
