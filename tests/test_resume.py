@@ -155,3 +155,37 @@ def test_resume_cli_keeps_the_runs_settings_and_refuses_a_folder_without_a_check
     capsys.readouterr()
     assert main(["train", "--resume", str(tmp_path / "none")]) == 2
     assert "no gym-motion train run to resume" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("library", sorted(LIBRARIES))
+def test_a_resumed_run_continues_the_adaptive_samplers_statistics(library, tmp_path):
+    """(whole_body_tracking #68, rsl_rl #89) With adaptive starts, the checkpoint keeps the
+    sampler's failure statistics and the resumed run starts from them: its envs' sampler holds
+    them after the learner's first (seeded) reset, not a uniform one."""
+    pytest.importorskip({"sb3": "stable_baselines3", "rsl_rl": "rsl_rl"}[library])
+    from gym_motion.training import train_env_cfg
+    from gym_motion.training.run_folder import RunFolder
+
+    common = dict(library=library, num_envs=4, eval_every_steps=0, video_seconds=0.0,
+                  curricula={}, env=train_env_cfg(sampling="adaptive"),
+                  **SETTINGS[library])  # fmt: skip
+    run = tmp_path / "run"
+    train(RunConfig(total_steps=480, out=str(run), **common))
+    saved = RunFolder(run).progress()["sampler"]["failure_ema"]
+    assert sum(saved) > 0  # episodes failed: the sampler learnt something
+    seen = {}
+    from gym_motion.envs.tracking import TrackingVecEnv
+
+    original = TrackingVecEnv.reset
+
+    def spy(self, *a, **kw):  # the sampler's state after each reset of the resumed run's env
+        out = original(self, *a, **kw)
+        seen.setdefault("first", list(self.command.sampler.failure_ema))
+        return out
+
+    TrackingVecEnv.reset = spy
+    try:
+        train(RunConfig(total_steps=512, out=str(run), **common), resume=True)
+    finally:
+        TrackingVecEnv.reset = original
+    assert seen["first"] == pytest.approx(saved, rel=0, abs=0)

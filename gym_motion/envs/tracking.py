@@ -330,6 +330,7 @@ class TrackingVecEnv(VectorApiMixin, RenderMixin, TimeLimitMixin, VectorEnv):
         self._init_time_limit(max_episode_steps, round(cfg.episode_length_s / self.dt), n)
         self.metadata["render_fps"] = round(1.0 / self.dt)
         self._seed = seed
+        self._sampler_carry: dict[str, Any] | None = None  # see load_sampler_state
         parts = build_parts(cfg, n, self.dt, motion, motion_playback)
         self.library: MotionLibrary = parts.library
         self.model: mujoco.MjModel = parts.model
@@ -458,6 +459,22 @@ class TrackingVecEnv(VectorApiMixin, RenderMixin, TimeLimitMixin, VectorEnv):
             )
         return self._device_mdp.results()
 
+    def sampler_state(self) -> dict[str, Any]:
+        """The start-frame sampler's learnt statistics (`MotionSampler.state_dict`, JSON
+        values): what a training checkpoint keeps."""
+        return self.command.sampler.state_dict()
+
+    def load_sampler_state(self, state: dict[str, Any]) -> None:
+        """Continue the start-frame sampler from `sampler_state`'s output, also over the next
+        seeded `reset` (a resumed run's learner seeds its first reset; later seeded resets
+        start afresh).
+
+        Raises:
+            ValueError: a state of other clips (another bin count).
+        """
+        self.command.sampler.load_state_dict(state)
+        self._sampler_carry = state
+
     @property
     def sampling_stats(self) -> dict[str, float]:
         """Normalised entropy and top-1 probability of the adaptive sampler's bins."""
@@ -501,6 +518,9 @@ class TrackingVecEnv(VectorApiMixin, RenderMixin, TimeLimitMixin, VectorEnv):
         if seed is not None:
             self._rng = np.random.default_rng(seed)
             self.command.sampler.failure_ema.fill(0.0)
+            if self._sampler_carry is not None:  # `load_sampler_state`: kept over this reset
+                self.command.sampler.load_state_dict(self._sampler_carry)
+        self._sampler_carry = None
         if mask is None:
             ids = np.arange(self.num_envs)
             self.events.startup(self._rng)

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from enum import StrEnum
+from typing import Any
 
 import numpy as np
 
@@ -109,6 +110,23 @@ class MotionSampler:
     def seed(self, seed: int | None) -> None:
         """Reseed the sampler's generator (the env calls this from its own ``reset(seed=...)``)."""
         self.rng = np.random.default_rng(seed)
+
+    def state_dict(self) -> dict[str, list[float]]:
+        """What the sampler has learnt, as JSON values: ``{"failure_ema": [num_bins floats]}``
+        (a training checkpoint keeps it, `load_state_dict` continues from it)."""
+        return {"failure_ema": self.failure_ema.tolist()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue from a `state_dict`.
+
+        Raises:
+            ValueError: not a state of a sampler over the same bins (the counts named).
+        """
+        ema = np.asarray(state.get("failure_ema", ()), np.float64).reshape(-1)
+        if ema.size != self.num_bins or not np.isfinite(ema).all() or (ema < 0).any():
+            raise ValueError(f"the sampler state has {ema.size} failure rates (finite, >= 0 "
+                             f"expected) for {self.num_bins} bins of these clips")  # fmt: skip
+        self.failure_ema[:] = ema
 
     @property
     def probabilities(self) -> np.ndarray:

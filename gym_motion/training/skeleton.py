@@ -177,9 +177,15 @@ def train(config: RunConfig, *, resume: bool = False) -> dict[str, Any]:
         if config.eval_every_steps and main:
             periodic = lambda: evaluate(learner.policy())  # noqa: E731
 
+        def checkpoint(steps: int) -> dict[str, Any]:
+            """progress.json's content: the skeleton's state, the first evaluation and the
+            start-frame sampler's statistics (in-process envs)."""
+            sampler = env.sampler_state() if hasattr(env, "sampler_state") else None
+            return {**progress.state(steps), "before": before, "sampler": sampler}
+
         def save(steps: int) -> None:
             learner.save(folder.path)
-            folder.write_progress({**progress.state(steps), "before": before})
+            folder.write_progress(checkpoint(steps))
 
         def keep_best(steps: int, result: dict[str, Any]) -> None:
             folder.write_best(steps, progress.learn_s, result, learner.save)
@@ -189,6 +195,8 @@ def train(config: RunConfig, *, resume: bool = False) -> dict[str, Any]:
                             keep_best if main else None)  # fmt: skip
         if state:
             progress.restore(state)
+            if state.get("sampler") and hasattr(env, "load_sampler_state"):
+                env.load_sampler_state(state["sampler"])
             progress.best = folder.best_evaluation()  # best/ records it, also when newer than state
         learner = None
         try:
@@ -256,7 +264,7 @@ def train(config: RunConfig, *, resume: bool = False) -> dict[str, Any]:
                         folder.path / "final_eval.mp4", learner.policy(), motions[0], config
                     )
         learner.close()
-        folder.write_progress({**progress.state(steps), "before": before})  # with the final eval
+        folder.write_progress(checkpoint(steps))  # with the final eval
         plot_curves(progress.history, folder.path / "training_curves.png", progress.evals)
         folder.write_summary(summary)
         return summary
