@@ -27,7 +27,9 @@ class TrackingEnv(gym.Env):
 
     The env owns its time limit (``max_episode_steps``, the episode results come with the
     truncation); ``gymnasium.make(id, max_episode_steps=K)`` sets it to K. Once an episode has
-    ended, `step` raises ``gymnasium.error.ResetNeeded`` until `reset` is called.
+    ended, `step` raises ``gymnasium.error.ResetNeeded`` until `reset` is called. `close`
+    releases the simulation and the renderer; a later `reset` builds them again, as Gymnasium's
+    MuJoCo envs go on after `close` (SB3's ``check_env`` renders, closes, then steps).
     """
 
     metadata = {"render_modes": list(RENDER_MODES), "render_fps": 50}
@@ -49,6 +51,7 @@ class TrackingEnv(gym.Env):
                     f"TrackingEnv is one env: {name} must be 1, got {value!r}; use "
                     "TrackingVecEnv or gymnasium.make_vec for several"
                 )
+        self._kwargs = kwargs
         self.vec = TrackingVecEnv(num_envs=1, autoreset_mode=AutoresetMode.DISABLED, **kwargs)
         self.observation_space = self.vec.single_observation_space
         self.action_space = self.vec.single_action_space
@@ -57,6 +60,11 @@ class TrackingEnv(gym.Env):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
+        if self.vec.closed:  # built again from the same arguments, its time limit kept
+            steps = self.vec.max_episode_steps
+            self.vec = TrackingVecEnv(num_envs=1, autoreset_mode=AutoresetMode.DISABLED,
+                                      **self._kwargs)  # fmt: skip
+            self.vec.max_episode_steps = steps
         obs, info = self.vec.reset(seed=seed, options=options)
         return _first(obs), _scalars(info)
 
@@ -98,6 +106,7 @@ class TrackingEnv(gym.Env):
         return None if frames is None else frames[0]
 
     def close(self) -> None:
+        """Release the simulation and the renderer (idempotent); `reset` builds them again."""
         self.vec.close()
 
 

@@ -227,3 +227,22 @@ def test_registered_single_env_passes_gymnasium_checker():
     env = gym.make("GymMotion/G1-Tracking-v0")
     gym_check_env(env.unwrapped, skip_render_check=True)
     env.close()
+
+
+def test_sb3_check_env_with_its_render_check_closes_then_steps_the_env(gl):
+    """(gym PR #2903, stable-baselines3 #1992) SB3's render check renders, closes the env,
+    then resets and steps it: `TrackingEnv.close` frees the simulation and renderer and the
+    next `reset` builds them again, with the same time limit."""
+    from stable_baselines3.common.env_checker import check_env as sb3_check_env
+
+    env = TrackingEnv(motion=MOTION, render_mode="rgb_array", max_episode_steps=50)
+    sb3_check_env(env, warn=False, skip_render_check=False)
+    env.close()
+    first = env.vec
+    assert first.closed
+    obs, _ = env.reset(seed=0)
+    assert env.vec is not first and not env.vec.closed and env.max_episode_steps == 50
+    assert env.observation_space.contains(obs)
+    env.step(env.action_space.sample())
+    assert env.render().shape[-1] == 3
+    env.close()
