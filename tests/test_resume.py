@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import json
 
+import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -189,3 +190,50 @@ def test_a_resumed_run_continues_the_adaptive_samplers_statistics(library, tmp_p
     finally:
         TrackingVecEnv.reset = original
     assert seen["first"] == pytest.approx(saved, rel=0, abs=0)
+
+
+def test_a_run_whose_clips_moved_resumes_with_the_same_clips_at_their_new_path(tmp_path, capsys):
+    """The run folder records its clips' SHA-256: with the clips moved, --resume says to give
+    --motion; --motion with the same files resumes, with another file it is refused by name."""
+    pytest.importorskip("stable_baselines3")
+    import shutil
+
+    from gym_motion.motion import DEFAULT_MOTION_PATH
+
+    old, new = tmp_path / "old", tmp_path / "new"
+    old.mkdir()
+    shutil.copy(DEFAULT_MOTION_PATH, old / "dance.npz")
+    out = tmp_path / "run"
+    argv = ["train", "--num-envs", "2", "--total-steps", "16", "--out", str(out), "--no-video",
+            "--eval-every", "0", "--ppo", "n_steps=8", "net_arch=[16]", "--motion",
+            str(old / "dance.npz")]  # fmt: skip
+    assert main(argv) == 0
+    shutil.move(old, new)
+    capsys.readouterr()
+    assert main(["train", "--resume", str(out), "--total-steps", "32"]) == 2
+    err = capsys.readouterr().err
+    assert "not there any more" in err and "--motion" in err
+    other = tmp_path / "other.npz"
+    data = dict(np.load(DEFAULT_MOTION_PATH))
+    data["joint_pos"] = data["joint_pos"] + np.float32(0.01)
+    np.savez(other, **data)
+    assert main(["train", "--resume", str(out), "--total-steps", "32", "--motion", str(other)]) == 2
+    assert "is not the run's clip 1" in capsys.readouterr().err
+    resumed = [
+        "train",
+        "--resume",
+        str(out),
+        "--total-steps",
+        "32",
+        "--no-video",
+        "--motion",
+        str(new),
+    ]  # fmt: skip  (a folder holding the same file)
+    assert main(resumed) == 0
+    config = json.loads((out / "config.json").read_text())
+    assert config["train"]["motion"] == [str(new.resolve())]
+    assert json.loads((out / "summary.json").read_text())["env_steps"] == 32
+    # eval of the run finds its clips gone and says how to give them
+    shutil.move(new, tmp_path / "newer")
+    assert main(["eval", "--model", str(out)]) == 2
+    assert "not there any more; give the clips to play with --motion" in capsys.readouterr().err

@@ -15,6 +15,7 @@ import signal
 import threading
 from collections.abc import Iterator
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from gym_motion.backends import BACKENDS
@@ -409,12 +410,14 @@ def _task_flags(config, args: argparse.Namespace):
 
 def resume_config(args: argparse.Namespace):
     """The `RunConfig` of ``--resume RUN``: the run's own, with the budgets and the
-    ``--device`` given.
+    ``--device`` given, and with ``--motion`` its clips at their new paths (the same files,
+    `RunFolder.same_clips`).
 
     Raises:
         FileNotFoundError: RUN has no config.json.
-        ValueError: a flag that --resume does not apply (one line naming it), or a config.json
-            that gives no task.
+        FileNotFoundError: also a recorded clip that is gone (saying to give --motion).
+        ValueError: a flag that --resume does not apply (one line naming it), a config.json
+            that gives no task, or --motion clips that are not the run's.
     """
     from gym_motion.training.run_folder import RunFolder
 
@@ -423,13 +426,24 @@ def resume_config(args: argparse.Namespace):
     if given:
         raise ValueError(
             f"--resume continues {args.resume} with its own settings; of the flags given only "
-            "--total-steps, --max-minutes, --checkpoint-minutes, --device and --no-video apply, "
+            "--total-steps, --max-minutes, --checkpoint-minutes, --device, --no-video and "
+            "--motion (the same clips, moved) apply, "
             f"not {', '.join(given)} (start a new run for other settings)"
         )
     folder = RunFolder(args.resume)
     if not folder.config():
         raise FileNotFoundError(f"{folder.config_path}: no gym-motion train run to resume")
     config = folder.run_config()
+    if args.motion:  # the run's clips, moved: checked by content
+        config = replace(config, motion=folder.same_clips(args.motion))
+    else:
+        gone = [m for m in config.motion or () if not Path(m).exists()]
+        if gone:
+            raise FileNotFoundError(
+                f"{gone[0]}: a clip of the run is not there any more; if it moved, resume with "
+                f"--motion and the same clips where they are now (checked by content): "
+                f"gym-motion train --resume {args.resume} --motion NEW_PATH ..."
+            )
     return replace(
         config,
         out=str(folder.path),
@@ -445,7 +459,7 @@ def _resume_ignores(args: argparse.Namespace) -> list[tuple[str, Any]]:
     """The flags ``--resume`` does not apply, with their values (None, False or [] when not
     given)."""
     keep = {"command", "func", "resume", "total_steps", "max_minutes", "checkpoint_minutes",
-            "device", "no_video", "imports"}  # fmt: skip
+            "device", "no_video", "imports", "motion"}  # fmt: skip
     flags = {"policy_obs_noise": "--obs-noise", "settings": "--set"}
     return [
         (flags.get(key, "--" + key.replace("_", "-")), value)

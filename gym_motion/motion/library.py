@@ -59,6 +59,27 @@ class Playback(StrEnum):
             raise ValueError(f"motion playback must be one of {valid}, got {value!r}") from None
 
 
+def motion_files(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list[Path]:
+    """The clip files `paths` name, in library order: a file as it is, a folder as its
+    ``*.npz`` and ``*.pkl`` (GMR) files, sorted.
+
+    Raises:
+        FileNotFoundError: a folder without clip files.
+    """
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    files: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            found = sorted([*p.glob("*.npz"), *p.glob("*.pkl")])
+            if not found:
+                raise FileNotFoundError(f"no .npz or .pkl (GMR) motion files in {p}")
+            files.extend(found)
+        else:
+            files.append(p)
+    return files
+
+
 class MotionLibrary:
     """Clips at one rate concatenated into flat float32 arrays.
 
@@ -156,17 +177,7 @@ class MotionLibrary:
         playback = Playback.parse(playback)
         fps = check_fps(fps)
         robot = _kinematics.default_robot() if robot is None else robot
-        if isinstance(paths, (str, os.PathLike)):
-            paths = [paths]
-        files = []
-        for p in map(Path, paths):
-            if p.is_dir():
-                found = sorted([*p.glob("*.npz"), *p.glob("*.pkl")])
-                if not found:
-                    raise FileNotFoundError(f"no .npz or .pkl (GMR) motion files in {p}")
-                files.extend(found)
-            else:
-                files.append(p)
+        files = motion_files(paths)
         if playback is Playback.FRAME_PER_STEP:
             clips = [dataclasses.replace(load_clip(f, robot=robot), fps=fps) for f in files]
         else:

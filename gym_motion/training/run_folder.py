@@ -14,6 +14,7 @@ gym_motion (an ``env`` section of plain values, no ``library``: Stable-Baselines
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import os
@@ -28,6 +29,7 @@ import numpy as np
 
 from gym_motion.atomic import write_json
 from gym_motion.envs.config import TrackingEnvCfg, with_conventions_of
+from gym_motion.motion.library import motion_files
 from gym_motion.training.config import LEGACY_OBS_MODE
 from gym_motion.training.progress import BEST_KEY
 
@@ -124,7 +126,11 @@ class RunFolder:
 
         self._config = {
             "library": run.library,
-            "train": {**run.to_dict(), "motion": list(motions)},
+            "train": {
+                **run.to_dict(),
+                "motion": list(motions),
+                "motion_sha256": clip_digests(motions),
+            },  # fmt: skip
             "env": json.loads(run.env.to_json()),
             **entries,
             "versions": {
@@ -152,6 +158,31 @@ class RunFolder:
     def motions(self) -> list[str]:
         """The run's training clips (absolute paths; ``[]`` when not recorded)."""
         return list(self.train_settings().get("motion") or [])
+
+    def same_clips(self, paths: Sequence[str | os.PathLike]) -> list[str]:
+        """`paths` (files or folders) as the run's training clips, if their files are the
+        run's, byte for byte and in order (config.json's ``motion_sha256``): the clips moved.
+
+        Raises:
+            ValueError: the run records no digests (an older version), or the files differ
+                (the first difference named).
+        """
+        recorded = self.train_settings().get("motion_sha256")
+        if not recorded:
+            raise ValueError(
+                f"{self.config_path}: records no digests of its clips ({_written_by(self.config())}"
+                "), so clips at another path cannot be checked against them"
+            )
+        given = clip_digests(paths)
+        files = motion_files(paths)
+        if len(given) != len(recorded):
+            raise ValueError(f"the run trained on {len(recorded)} clip files, --motion gives "
+                             f"{len(given)}")  # fmt: skip
+        for k, (ours, theirs) in enumerate(zip(given, recorded, strict=True)):
+            if ours != theirs:
+                raise ValueError(f"{files[k]} is not the run's clip {k + 1} (another file: its "
+                                 "SHA-256 differs from config.json's motion_sha256)")  # fmt: skip
+        return [str(Path(p).resolve()) for p in paths]
 
     def env_cfg(self) -> TrackingEnvCfg:
         """The task (`TrackingEnvCfg`) the run trained on.
@@ -246,6 +277,13 @@ class RunFolder:
                     )
                 cfg = with_conventions_of(cfg, trained)
             cfg = cfg or trained
+        if not clips:
+            gone = [m for m in self.motions() if not Path(m).exists()]
+            if gone:
+                raise FileNotFoundError(
+                    f"{gone[0]}: a training clip of {self.path} is not there any more; give "
+                    "the clips to play with --motion"
+                )
         clips = list(clips or self.motions())
         if not clips:
             from gym_motion.motion import DEFAULT_MOTION_PATH
@@ -388,6 +426,20 @@ class RunFolder:
 _PROGRESS_KEYS = ("env_steps", "history", "evals", "learn_s")
 _PROGRESS_DEFAULTS: dict[str, Any] = {"checkpoints": 0, "next_eval": None,
                                       "terminations_switched_on": {}}  # fmt: skip
+
+
+def clip_digests(paths: Sequence[str | os.PathLike]) -> list[str]:
+    """SHA-256 (hex) of each clip file `paths` name (folders: their files, in library order,
+    `gym_motion.motion.library.motion_files`); a run folder records them to know its clips
+    at another path."""
+    out = []
+    for f in motion_files(paths):
+        digest = hashlib.sha256()
+        with open(f, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+        out.append(digest.hexdigest())
+    return out
 
 
 def _written_by(config: dict[str, Any]) -> str:
