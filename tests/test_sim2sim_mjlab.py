@@ -206,10 +206,12 @@ def stand_in_env(joints=G1.joint_names, terms=None) -> SimpleNamespace:
 def test_worker_refuses_other_joint_order_and_states_other_conventions():
     session, meta = worker.read_policy(SHIPPED_POLICIES["tracker"])
     assert worker.task_for(meta) == worker.TASK
-    # the shipped policies observe the pelvis origin's velocity and the current frame
+    assert worker.check_policy(session, meta, stand_in_env(), "tracker") == []  # mjlab's
+    # the shipped jazz policy observes the pelvis origin's velocity and the current frame
+    old_session, old_meta = worker.read_policy(SHIPPED_POLICIES["jazz"])
     with pytest.raises(worker.Refused, match="base_origin_lin_vel .*observed_frame current"):
-        worker.check_policy(session, meta, stand_in_env(), "tracker")
-    differences = worker.check_policy(session, meta, stand_in_env(), "tracker", True)
+        worker.check_policy(old_session, old_meta, stand_in_env(), "jazz")
+    differences = worker.check_policy(old_session, old_meta, stand_in_env(), "jazz", True)
     assert len(differences) == 2
     swapped = list(G1.joint_names)
     swapped[3], swapped[4] = swapped[4], swapped[3]

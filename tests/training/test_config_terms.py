@@ -134,7 +134,7 @@ def test_set_mistakes_are_one_line_naming_the_path():
         "env.rewards.action_rate.weight=abc": r"^env.rewards.action_rate.weight: RewardTermCfg.w",
         "env.rewards.foo={'weight': 1}": r"^env.rewards.foo: .* is not valid JSON",
         "motion=nope.npz": r"RunConfig.motion must be a list of clip paths",
-        "seed=abc": r"^seed: RunConfig.seed must be an integer",
+        "seed=abc": r"^seed: RunConfig.seed \(--seed\) must be an integer",
         "ppo=null": r"RunConfig.ppo must be a dict",
         "env.backend.name=foo": r"BackendCfg.name must be one of",
         "env.observations.policy.joint_vel.scale=0": r"scale must be a nonzero number",
