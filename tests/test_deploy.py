@@ -620,6 +620,14 @@ def test_export_then_eval_onnx_gives_the_sb3_models_actions_and_episode(
     meta = props(path)
     want = deploy_metadata(TrackingEnvCfg())
     assert {k: meta[k] for k in want} == want
+    # the run folder's name, not the trainer's file system; gym_motion made it, not torch
+    import onnx
+
+    import gym_motion
+
+    assert meta["run_path"] == tiny_run.name
+    proto = onnx.load(str(path))
+    assert (proto.producer_name, proto.producer_version) == ("gym_motion", gym_motion.__version__)
     folder = RunFolder(tiny_run)
     model_policy, obs_mode = folder.policy(), folder.obs_mode()
     assert obs_mode == folder.config()["train"]["obs_mode"]

@@ -83,6 +83,9 @@ class ActionManager:
             ValueError: another shape.
             TypeError: values that do not cast to float32 (complex, objects).
         """
+        if actions is None:
+            raise ValueError(f"actions must be an array of shape {self._state.action.shape}, "
+                             "got None")  # fmt: skip
         actions = np.asarray(actions)
         if actions.shape != self._state.action.shape:
             raise ValueError(

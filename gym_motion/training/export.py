@@ -15,7 +15,7 @@ into the graph. B is dynamic.
 The ONNX ``metadata_props`` hold the deploy metadata that deployment stacks for BeyondMimic
 policies read (`gym_motion.deploy.deploy_metadata`: joint names, stiffness, damping,
 default pose, action scale, anchor body, tracked bodies, observation terms, command), all taken
-from the run's ``config.json``, plus ``run_path`` (the run folder), ``motion_files`` (the
+from the run's ``config.json``, plus ``run_path`` (the run folder's name), ``motion_files`` (the
 file names of the clips it trained on; eval and render ask for them) and ``training`` (one line
 from summary.json: steps, minutes, how far it tracked; `training_note`). The graph is written by
 torch's TorchScript-based exporter (``dynamo=False``: torch 2.13's default exporter needs the
@@ -73,6 +73,7 @@ def export_run(
     import onnx
     import torch
 
+    import gym_motion
     from gym_motion.deploy.metadata import deploy_metadata
     from gym_motion.motion import DEFAULT_MOTION_PATH
     from gym_motion.training.run_folder import RunFolder
@@ -115,7 +116,8 @@ def export_run(
             opset_version=opset,
         )
     proto = onnx.load_from_string(buf.getvalue())
-    metadata = {**deploy_metadata(cfg), "run_path": str(run)}
+    # the run folder's name only: an absolute path would publish the trainer's file system
+    metadata = {**deploy_metadata(cfg), "run_path": Path(run).resolve().name}
     clips = [Path(m) for m in folder.motions()]
     if clips and clips != [DEFAULT_MOTION_PATH]:  # so that eval/render can ask for them
         metadata["motion_files"] = ",".join(m.name for m in clips)
@@ -127,6 +129,7 @@ def export_run(
         entry = proto.metadata_props.add()
         entry.key, entry.value = key, value
     proto.producer_name = "gym_motion"
+    proto.producer_version = gym_motion.__version__  # not the torch exporter's version
     onnx.checker.check_model(proto)
     data = proto.SerializeToString()
 

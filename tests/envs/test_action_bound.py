@@ -60,3 +60,17 @@ def test_make_vec_and_make_pass_the_bound():
     assert envs.single_action_space.high.max() == 1.0
     env = gym.make("GymMotion/G1-Tracking-v0", action_bound=2.0)
     assert env.action_space.high.max() == 2.0
+
+
+def test_a_step_without_actions_says_none():
+    from gym_motion.envs import TrackingVecEnv
+
+    env = TrackingVecEnv(2, seed=0)
+    env.reset(seed=0)
+    try:
+        with pytest.raises(
+            ValueError, match=r"actions must be an array of shape \(2, 29\), got None"
+        ):
+            env.step(None)
+    finally:
+        env.close()
