@@ -237,3 +237,23 @@ def test_a_run_whose_clips_moved_resumes_with_the_same_clips_at_their_new_path(t
     shutil.move(new, tmp_path / "newer")
     assert main(["eval", "--model", str(out)]) == 2
     assert "not there any more; give the clips to play with --motion" in capsys.readouterr().err
+
+
+def test_a_gpu_run_resumed_on_a_machine_without_one_says_that_device_cpu_resumes_it(
+    tmp_path, capsys
+):
+    pytest.importorskip("stable_baselines3")
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA device")
+    out = tmp_path / "run"
+    argv = ["train", "--num-envs", "2", "--total-steps", "16", "--out", str(out), "--no-video",
+            "--eval-every", "0", "--ppo", "n_steps=8", "net_arch=[16]"]  # fmt: skip
+    assert main(argv) == 0
+    config = json.loads((out / "config.json").read_text())
+    config["train"]["device"] = "cuda"  # as a GPU machine wrote it
+    (out / "config.json").write_text(json.dumps(config))
+    capsys.readouterr()
+    assert main(["train", "--resume", str(out), "--total-steps", "32"]) == 2
+    assert "--device cpu (or another device) resumes it here" in capsys.readouterr().err
+    assert main(["train", "--resume", str(out), "--total-steps", "32", "--device", "cpu",
+                 "--no-video"]) == 0  # fmt: skip

@@ -434,6 +434,14 @@ def resume_config(args: argparse.Namespace):
     if not folder.config():
         raise FileNotFoundError(f"{folder.config_path}: no gym-motion train run to resume")
     config = folder.run_config()
+    if args.device is None and config.device != "cpu":
+        from gym_motion.training.devices import resolve_device
+
+        try:
+            resolve_device(config.device)
+        except ValueError as exc:
+            raise ValueError(f"{exc}; {args.resume} trained on {config.device!r}: --device cpu "
+                             "(or another device) resumes it here") from None  # fmt: skip
     if args.motion:  # the run's clips, moved: checked by content
         config = replace(config, motion=folder.same_clips(args.motion))
     else:
