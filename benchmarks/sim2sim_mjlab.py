@@ -4,7 +4,7 @@ Usage (gym_motion's python; mjlab lives in its own venv, see docs/deploy.md):
 
     python benchmarks/sim2sim_mjlab.py POLICY [--motion CLIP] [--input-fps FPS] [--seeds 0 1 2 3 4]
         [--mjlab-python ~/mjlab-venv/bin/python] [--json out.json] [--no-randomization]
-        [--ignore-conventions]
+        [--ignore-conventions | --as-stated]
 
 POLICY: an ONNX file with deploy metadata, a shipped policy name (``tracker``, ``jazz``) or a
 ``gym-motion train`` run folder (exported to a temporary ONNX first). CLIP (default: the
@@ -40,7 +40,7 @@ SETUP_HINT = (
 )
 MJLAB_MODULES = ("mjlab", "torch", "onnxruntime")
 MJLAB_BODIES = 30  # bodies of mjlab's G1 motion npz (pelvis first, no world body)
-WORKER_FLAGS = ("no_randomization", "ignore_conventions")  # passed on as they are
+WORKER_FLAGS = ("no_randomization", "ignore_conventions", "as_stated")  # passed on as they are
 PREFIX = "[sim2sim]"  # the worker's own lines; the rest is mjlab's console output
 
 
@@ -285,6 +285,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="play a policy whose metadata states other observation conventions than mjlab's "
         "(base_origin_lin_vel, observed_frame current) on mjlab's observation anyway",
+    )
+    p.add_argument(
+        "--as-stated",
+        action="store_true",
+        help="feed such a policy the observation its metadata states (the pelvis origin's "
+        "velocity, the current reference frame), computed from mjlab's state, as a deploy "
+        "stack that reads gym_motion's metadata would",
     )
     p.add_argument(
         "--no-randomization",

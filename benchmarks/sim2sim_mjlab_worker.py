@@ -195,6 +195,60 @@ def check_policy(
     return differences
 
 
+def stated_observation(env: Any, differences: list[str]) -> Any:
+    """A function turning mjlab's actor observation (1, D) into the one a policy's metadata
+    states, for the conventions gym_motion used before it took mjlab's, or None when the
+    policy observes mjlab's: ``base_origin_lin_vel`` (the pelvis origin's velocity: the IMU
+    site's, minus w x r with the gyro's w and the site's offset r in the pelvis) and
+    ``observed_frame current`` (the reference terms of the robot's own frame, one before the
+    frame mjlab shows). What a deploy stack honouring gym_motion's metadata would feed it.
+
+    Raises:
+        Refused: a difference this function cannot bridge.
+    """
+    import torch
+    from mjlab.utils.lab_api.math import matrix_from_quat, quat_apply_inverse, quat_inv, quat_mul
+
+    if not differences:
+        return None
+    names = list(env.observation_manager.active_terms["actor"])
+    widths = [int(np.prod(d)) for d in env.observation_manager.group_obs_term_dim["actor"]]
+    starts = np.cumsum([0, *widths])
+    cols = {n: slice(int(a), int(a) + w) for n, a, w in zip(names, starts, widths, strict=False)}
+    origin_velocity, current_frame = False, False
+    for d in differences:
+        if d.startswith("base_origin_lin_vel (mjlab feeds its base_lin_vel)"):
+            origin_velocity = True
+        elif d.startswith("observed_frame current"):
+            current_frame = True
+        else:
+            raise Refused(f"cannot feed a policy that observes {d}")
+    model = env.sim.mj_model
+    site = next(i for i in range(model.nsite) if model.site(i).name.endswith("imu_in_pelvis"))
+    offset = torch.tensor(model.site_pos[site], dtype=torch.float32)
+    command = env.command_manager.get_term("motion")
+    anchor = command.motion_anchor_body_index
+
+    def feed(obs: torch.Tensor) -> torch.Tensor:
+        obs = obs.clone()
+        if origin_velocity:
+            w = obs[:, cols["base_ang_vel"]]
+            obs[:, cols["base_lin_vel"]] -= torch.linalg.cross(w, offset.expand_as(w))
+        if current_frame:
+            f = torch.clamp(command.time_steps - 1, min=0)
+            motion = command.motion
+            obs[:, cols["command"]] = torch.cat([motion.joint_pos[f], motion.joint_vel[f]], -1)
+            q_a, p_a = command.robot_anchor_quat_w, command.robot_anchor_pos_w
+            p_ref = motion.body_pos_w[f, anchor] + env.scene.env_origins
+            q_ref = motion.body_quat_w[f, anchor]
+            obs[:, cols["motion_anchor_pos_b"]] = quat_apply_inverse(q_a, p_ref - p_a)
+            rel = matrix_from_quat(quat_mul(quat_inv(q_a), q_ref))
+            obs[:, cols["motion_anchor_ori_b"]] = rel[..., :2].reshape(rel.shape[0], -1)
+        return obs
+
+    return feed
+
+
 def make_env(task: str, motion_npz: Path, seed: int, randomize: bool) -> Any:
     """One env of mjlab's play config of `task`, the clip from its start, on Warp's CPU."""
     from mjlab.envs import ManagerBasedRlEnv
@@ -228,8 +282,9 @@ def randomization(env: Any) -> dict[str, Any]:
     }
 
 
-def play(env: Any, session: Any) -> dict[str, Any]:
-    """Run the policy from the clip's start to the first termination or the clip's end.
+def play(env: Any, session: Any, feed: Any = None) -> dict[str, Any]:
+    """Run the policy from the clip's start to the first termination or the clip's end; with
+    `feed` (`stated_observation`), the policy gets ``feed(actor observation)``.
 
     The clip ends before the step whose command update would wrap its frame index past the
     last frame (mjlab would then restart the clip). Each step's MPKPE pairs the reference
@@ -253,7 +308,8 @@ def play(env: Any, session: Any) -> dict[str, Any]:
     ended_by = "clip_end"
     while int(command.time_steps[0]) + 1 < total:
         reference = command.body_pos_w.clone()
-        feeds = {"obs": obs["actor"].cpu().numpy().astype(np.float32)}
+        actor = obs["actor"] if feed is None else feed(obs["actor"])
+        feeds = {"obs": actor.cpu().numpy().astype(np.float32)}
         if takes_time_step:
             feeds["time_step"] = command.time_steps.reshape(1, 1).cpu().numpy().astype(np.float32)
         actions = session.run(["actions"], feeds)[0]
@@ -284,14 +340,17 @@ def run_seed(
     start = time.perf_counter()
     env = make_env(task, motion_npz, seed, not args.no_randomization)
     try:
-        differences = check_policy(session, meta, env, str(args.policy), args.ignore_conventions)
+        bridge = args.ignore_conventions or args.as_stated
+        differences = check_policy(session, meta, env, str(args.policy), bridge)
+        feed = stated_observation(env, differences) if args.as_stated else None
         facts = {
             "convention_differences": differences,
+            "fed_as_stated": feed is not None,
             "clip_frames": int(env.command_manager.get_term("motion").motion.time_step_total),
             "randomization": randomization(env),
         }
         built = time.perf_counter()
-        outcome = play(env, session)
+        outcome = play(env, session, feed)
     finally:
         env.close()
     outcome.update(seed=seed, seconds=time.perf_counter() - built, build_s=built - start)
@@ -355,6 +414,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--ignore-conventions",
         action="store_true",
         help="play a policy that states other observation conventions on mjlab's observation",
+    )
+    p.add_argument(
+        "--as-stated",
+        action="store_true",
+        help="feed a policy that states gym_motion's older conventions the observation they "
+        "describe, computed from mjlab's state",
     )
     p.add_argument("--task", help=f"mjlab task id (default: {TASK} or its -No-State-Estimation)")
     p.add_argument("--npz-out", type=Path, help="keep the npz csv_to_npz made here")

@@ -131,7 +131,7 @@ def test_main_runs_the_worker_and_writes_json(tmp_path, capsys):
     python = fake_mjlab_python(tmp_path)
     out = tmp_path / "out.json"
     argv = ["tracker", "--seeds", "0", "1", "--mjlab-python", str(python), "--json", str(out),
-            "--no-randomization", "--ignore-conventions"]  # fmt: skip
+            "--no-randomization", "--ignore-conventions", "--as-stated"]  # fmt: skip
     assert s2s.main(argv) == 0
     printed = capsys.readouterr().out
     assert "seed 0: done" in printed and "mjlab noise" not in printed
@@ -140,7 +140,7 @@ def test_main_runs_the_worker_and_writes_json(tmp_path, capsys):
     assert args[0] == str(s2s.WORKER)
     assert args[args.index("--policy") + 1] == str(SHIPPED_POLICIES["tracker"].resolve())
     assert args[args.index("--input-fps") + 1] == "50.0"  # the default motion, via a CSV
-    assert {"--no-randomization", "--ignore-conventions"} <= set(args)
+    assert {"--no-randomization", "--ignore-conventions", "--as-stated"} <= set(args)
     seeds = args.index("--seeds")
     assert args[seeds + 1 : seeds + 3] == ["0", "1"]
     written = json.loads(out.read_text())

@@ -192,15 +192,72 @@ def test_add_root_velocity_rotates_in_float64_on_the_device(model, backend):
 
 
 def test_contact_overflow_is_reported(model):
-    """4 contacts per world cannot hold two standing feet: the step raises, naming the cause."""
+    """4 contacts per world cannot hold two standing feet: with on_overflow="raise" the step
+    raises, naming every world (each is over its share) and the cause."""
     targets = np.tile(g1.DEFAULT_JOINT_POS, (N, 1)).astype(np.float32)
-    be = MjWarpBackend(model, N, *ids(model), device="cpu", nconmax=4)
+    be = MjWarpBackend(model, N, *ids(model), device="cpu", nconmax=4, on_overflow="raise")
     qpos = np.tile(model.key(g1.KEYFRAME).qpos, (N, 1))
     qpos[:, 2] -= 0.03  # feet in the floor from the first substep
     be.write_state(np.arange(N), qpos, np.zeros((N, model.nv)))
-    with pytest.raises(CapacityOverflowError, match=r"\(nconmax=4 x N = 16\): raise nconmax"):
+    share = r"\(nconmax=4 x N = 16, plus a reserve of 942\): raise nconmax"
+    with pytest.raises(CapacityOverflowError, match=r"in envs \[0, 1, 2, 3\] .*" + share):
         be.step(targets)
     be.close()
+
+
+N6 = 6  # the issue's batch: 6 worlds, a contact pool of 35 x 6 = 210
+
+
+def diverging_step(model, diverge: bool, **kwargs) -> tuple[MjWarpBackend, BodyState]:
+    """6 worlds from the keyframe at the default targets: 3 steps, after which each stands on
+    28 foot contacts (168 of the 210), then one more; with `diverge`, world 2's joint
+    velocities are set to 2,000 rad/s before it (mujoco_warp #1307): in that step's last
+    substep world 2 alone needs 84 contacts (224 in all). Returns the open backend and the
+    body state after the last step."""
+    be = MjWarpBackend(model, N6, *ids(model), device="cpu", **kwargs)
+    targets = np.tile(g1.DEFAULT_JOINT_POS, (N6, 1)).astype(np.float32)
+    for _ in range(3):
+        be.step(targets)
+    if diverge:
+        qpos, qvel = be._d.qpos.numpy()[[2]], be._d.qvel.numpy()[[2]]
+        qvel[:, 6:] = 2000.0
+        be.write_state(np.array([2]), qpos, qvel)
+    be.step(targets)
+    out = BodyState.zeros(N6, len(BODIES), NJ)
+    be.copy_body_state_w(out)
+    return be, out
+
+
+def test_one_world_over_its_contact_share_is_the_only_row_flagged(model):
+    """The pool holds 35 x 6 plus the reserve of one world's worst case (942 contacts for the
+    G1), so world 2's 84 contacts drop none of world 5's (without the reserve world 5 kept 9 of
+    its 28): only world 2 is flagged (over its share; also over njmax), counted, and every other
+    world steps to the bits of a batch where world 2 stands still."""
+    be, got = diverging_step(model, diverge=True)
+    d = be._d
+    assert be.contact_reserve == 942 and d.naconmax == 35 * N6 + 942
+    assert int(d.nacon.numpy()[0]) > 35 * N6
+    per_world = np.bincount(d.contact.worldid.numpy()[: d.nacon.numpy()[0]], minlength=N6)
+    np.testing.assert_array_equal(per_world[[0, 1, 3, 4, 5]], 28)
+    np.testing.assert_array_equal(be.nonfinite, [False, False, True, False, False, False])
+    assert be.overflow_count == 1
+    be.close()
+    calm, want = diverging_step(model, diverge=False)
+    assert not calm.nonfinite.any() and calm.overflow_count == 0
+    calm.close()
+    for f in FIELDS:
+        np.testing.assert_array_equal(getattr(got, f)[[0, 1, 3, 4, 5]],
+                                      getattr(want, f)[[0, 1, 3, 4, 5]], err_msg=f)  # fmt: skip
+
+
+def test_on_overflow_raise_names_only_the_world_over_its_share(model):
+    with pytest.raises(CapacityOverflowError) as err:
+        diverging_step(model, diverge=True, on_overflow="raise")
+    msg = str(err.value)
+    assert "in envs [2] during the last step" in msg and "of which these envs' [84]" in msg
+    assert "NARROWPHASE: contacts: more than a world's share of the shared contact pool " in msg
+    assert "(nconmax=35 x N = 210, plus a reserve of 942): raise nconmax" in msg
+    assert "NEFC: constraint rows per world (njmax=250): raise njmax" in msg
 
 
 def test_constraint_overflow_terminates_rows_when_asked(model):
@@ -246,6 +303,48 @@ def test_env_rewards_match_mujoco_backend():
         for k in i1:
             if isinstance(i1[k], np.ndarray):
                 assert i2[k].dtype == i1[k].dtype and i2[k].shape == i1[k].shape, k
+
+
+def run_env_with_one_diverging_world(steps: int, at: int | None) -> tuple[list, int, int]:
+    """`steps` control steps of TrackingVecEnv (eval config, 6 envs, mjwarp on Warp's CPU device,
+    default settings, zero actions); with `at`, env 2's joint velocities are set to 2,000 rad/s
+    on the device before step `at`. Returns every step's (obs, reward, terminated, truncated,
+    info) and the env's nonfinite_count and backend overflow_count."""
+    from gym_motion.envs import TrackingVecEnv, eval_cfg
+
+    env = TrackingVecEnv(num_envs=N6, cfg=eval_cfg(), seed=0, backend="mjwarp",
+                         backend_kwargs={"device": "cpu"})  # fmt: skip
+    env.reset(seed=0)
+    out = []
+    for k in range(steps):
+        if k == at:
+            d = env.backend._d
+            qpos, qvel = d.qpos.numpy()[[2]], d.qvel.numpy()[[2]]
+            qvel[:, 6:] = 2000.0
+            env.backend.write_state(np.array([2]), qpos, qvel)
+        out.append(env.step(np.zeros((N6, NJ), np.float32)))
+    counts = env.nonfinite_count, env.backend.overflow_count
+    env.close()
+    return out, *counts
+
+
+def test_a_run_goes_on_when_one_world_diverges_and_only_that_env_ends():
+    """mujoco_warp #1307 / #930 through the env: env 2 diverges at step 5 of 100 and needs more
+    than its share of the contact pool; with the default on_overflow ("terminate") that step
+    ends env 2 alone (counted as a non-finite termination and an overflow; reset next step),
+    and every other env's observations, rewards and flags are, for all 100 steps, those of the
+    same run without the divergence (bit for bit: none of their contacts was dropped)."""
+    want, want_nonfinite, want_overflow = run_env_with_one_diverging_world(100, at=None)
+    got, nonfinite, overflow = run_env_with_one_diverging_world(100, at=5)
+    assert (want_nonfinite, want_overflow) == (0, 0)
+    assert (nonfinite, overflow) == (1, 1)
+    for k, (g, w) in enumerate(zip(got, want, strict=True)):
+        rows = np.arange(N6) if k < 5 else np.array([0, 1, 3, 4, 5])
+        for i, name in enumerate(("obs", "reward", "terminated", "truncated")):
+            np.testing.assert_array_equal(g[i][rows], w[i][rows], err_msg=f"step {k}: {name}")
+        blew_up = g[4].get("final/termination/nonfinite", np.zeros(N6, bool))
+        np.testing.assert_array_equal(blew_up, np.arange(N6) == 2 if k == 5 else False)
+        assert g[2][2] or k != 5
 
 
 # ------------------------------------------------------------------------- device and graphs
@@ -610,7 +709,8 @@ def test_contact_sensor_match_overflow_names_contact_sensor_maxmatch(model):
     qpos = np.tile(self_contact_pose(model), (N, 1))
     targets = qpos[:, 7:].astype(np.float32)
     for maxmatch in (2, None):
-        be = MjWarpBackend(model, N, *ids(model), device="cpu", contact_sensor_maxmatch=maxmatch)
+        be = MjWarpBackend(model, N, *ids(model), device="cpu", contact_sensor_maxmatch=maxmatch,
+                           on_overflow="raise")  # fmt: skip
         be.write_state(np.arange(N), qpos, np.zeros((N, model.nv)))
         if maxmatch is None:
             be.step(targets)  # no overflow
