@@ -77,9 +77,11 @@ class RenderCfg:
         shadows: cast shadows (about 2.5x the cost of a frame in software rendering).
         multisamples: anti-aliasing samples per pixel (0: none; 4 about doubles the cost).
         meshes: how the robot is drawn: "auto" (its visual meshes where
-            `gym_motion.robots.meshes.visual_mjcf` finds them, else its collision
-            primitives), "off" (primitives), or the path of an MJCF of the robot whose bodies
-            carry visual mesh geoms (same body names). The physics model is never changed.
+            `gym_motion.robots.meshes.visual_mjcf` finds them: the shipped set by default, else
+            its collision primitives), "off" (primitives), "menagerie" (the full MuJoCo
+            Menagerie set, `gym_motion.robots.meshes.menagerie_mjcf`), or the path of an MJCF
+            of the robot whose bodies carry visual mesh geoms (same body names). The physics
+            model is never changed.
     """
 
     width: int = 320
@@ -115,7 +117,8 @@ class RenderCfg:
             raise ValueError(f"RenderCfg.multisamples must be >= 0, got {self.multisamples}")
         if not isinstance(self.meshes, str | os.PathLike) or not str(self.meshes):
             raise ValueError(
-                f'RenderCfg.meshes must be "auto", "off" or an MJCF path, got {self.meshes!r}'
+                'RenderCfg.meshes must be "auto", "off", "menagerie" or an MJCF path, got '
+                f"{self.meshes!r}"
             )
 
     def updated(self, **changes) -> RenderCfg:
@@ -243,12 +246,14 @@ def mesh_source(robot: RobotSpec, meshes: str | os.PathLike) -> Path | None:
     Raises:
         FileNotFoundError: `meshes` names an MJCF file that does not exist.
     """
-    from gym_motion.robots.meshes import visual_mjcf
+    from gym_motion.robots.meshes import MENAGERIE, menagerie_mjcf, visual_mjcf
 
     if str(meshes) == "off":
         return None
     if str(meshes) == "auto":
         return visual_mjcf(robot)
+    if str(meshes) == MENAGERIE:
+        return menagerie_mjcf(robot)
     path = Path(meshes)
     if not path.is_file():
         raise FileNotFoundError(f"RenderCfg.meshes: no MJCF at {path}")

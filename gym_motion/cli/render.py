@@ -44,10 +44,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=1.0,
         help="seconds the frame of a termination is held",
     )
-    p.add_argument("--meshes", default="auto", metavar="auto|off|MJCF",
-                   help="draw the robot's visual meshes (auto: where found, see "
-                   "gym_motion.robots.meshes), its collision primitives (off), or the meshes "
-                   "of this MJCF")  # fmt: skip
+    p.add_argument("--meshes", default="auto", metavar="auto|off|menagerie|MJCF",
+                   help="draw the robot's visual meshes (auto: the shipped set, see "
+                   "gym_motion.robots.meshes), its collision primitives (off), the full "
+                   "MuJoCo Menagerie set (menagerie, the meshes extra), or the meshes of this "
+                   "MJCF")  # fmt: skip
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=_run)
 

@@ -72,7 +72,8 @@ class RenderMixin:
         whose vector wrappers such as ``RecordVideo`` need one per env): an `EnvFrames`
         sequence of N (H, W, 3) uint8 arrays of the envs as they are now. The first
         `render_envs` are drawn at once, the others when first read (a frame costs ~20 ms of
-        CPU at 320x240, ~5x that with the robot's meshes, `RenderCfg.meshes`). None (with
+        CPU at 320x240 with collision primitives, ~1.4x that with the shipped meshes, ~5x with
+        the full ones, `RenderCfg.meshes`). None (with
         gymnasium's warning) without a render mode. The first call makes the OpenGL context
         (`TrackingRenderer`).
 

@@ -44,6 +44,7 @@ __all__ = [
     "RETRY_AFTER_S",
     "SHIPPED",
     "failure_marker",
+    "menagerie_mjcf",
     "shipped_mjcf",
     "visual_mjcf",
 ]
@@ -79,13 +80,19 @@ def visual_mjcf(robot: RobotSpec) -> Path | None:
     if value == "off":
         return None
     if value == MENAGERIE:
-        return _menagerie(robot.name) or shipped_mjcf(robot)
+        return menagerie_mjcf(robot)
     if value:
         path = Path(value)
         if not path.is_file():
             raise FileNotFoundError(f"{ENV_VAR}={value}: no such MJCF file")
         return path
     return shipped_mjcf(robot)
+
+
+def menagerie_mjcf(robot: RobotSpec) -> Path | None:
+    """The full MuJoCo Menagerie meshes of `robot` (fetched once, bounded; see the module
+    docstring), else the shipped set (`shipped_mjcf`), warned about once."""
+    return _menagerie(robot.name) or shipped_mjcf(robot)
 
 
 def shipped_mjcf(robot: RobotSpec) -> Path | None:

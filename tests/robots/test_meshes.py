@@ -312,3 +312,18 @@ def test_menagerie_that_cannot_give_the_model_warns_and_gives_the_shipped_meshes
     with pytest.warns(UserWarning, match="drawing the shipped meshes"):
         assert meshes.visual_mjcf(G1) == SHIPPED
     assert meshes.visual_mjcf(G1) == SHIPPED  # asked once per process
+
+
+def test_render_cfg_takes_menagerie_as_the_env_var_does(monkeypatch):
+    """``RenderCfg(meshes="menagerie")`` / ``render --meshes menagerie`` asks for the full set as
+    ``GYM_MOTION_MESHES=menagerie`` does (here without the package: the shipped set)."""
+    import sys
+
+    from gym_motion.render import mesh_source
+    from gym_motion.robots import meshes
+    from gym_motion.robots.g1 import G1
+
+    monkeypatch.setitem(sys.modules, "mujoco_menagerie", None)  # not installed
+    meshes._menagerie.cache_clear()
+    assert mesh_source(G1, "menagerie") == meshes.shipped_mjcf(G1)
+    assert mesh_source(G1, "off") is None
