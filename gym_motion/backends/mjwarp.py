@@ -47,17 +47,36 @@ them; the next `copy_body_state_w` refreshes the body state of the marked rows o
 kinematics of all worlds (one captured graph; the unwritten worlds get the values they already
 had) and a gather of the marked rows, of which only those M rows travel to the host.
 
-Contact and constraint capacity are fixed at construction (``nconmax`` contacts and ``njmax``
-constraint rows per world; the contact pool of ``nconmax * N`` is shared by all worlds). After
-every step the overflow bits of MuJoCo Warp (``Data.overflow``) are read with the state; every
-bit of ``mjw.OverflowType.ALL`` except the solver iteration limits (`CAPACITY_OVERFLOW`) counts
-as an overflow: constraint rows, Jacobian non-zeros, broadphase, narrowphase and CCD contacts,
-contact-sensor matches (``contact_sensor_maxmatch``), height-field and tactile pairs, EPA
-horizon, active DOFs. An overflow raises `CapacityOverflowError` naming the envs and, for each
-bit, what ran out and the fix (`OVERFLOW_FIXES`) (``on_overflow="raise"``, the default), or
-terminates the affected rows like a non-finite state (``on_overflow="terminate"``: their
-`nonfinite` flag is set, and `overflow_count` counts them). A contact pool overflow flags every
-world, since the pool is shared.
+Contact and constraint capacity are fixed at construction: ``njmax`` constraint rows and
+``nconmax`` contacts per world. Constraint rows are per-world arrays: a world that needs more
+loses only its own. Contacts are pooled: MuJoCo Warp writes every world's contacts (and first
+its broadphase pairs) into one array through one atomic counter and drops whatever comes past
+the end, whichever world it belongs to (``write_contact`` in ``mujoco_warp/_src/
+collision_core.py``: ``cid = wp.atomic_add(nacon_out, 0, 1)`` then ``if cid < naconmax_in``;
+``_add_geom_pair`` in ``collision_driver.py`` likewise for pairs). On a GPU the dropped
+contacts can be any world's; on Warp's CPU device, which runs a launch's threads in order, they
+were the last worlds' (measured without the reserve below: N=6 standing worlds of 28 contacts,
+a pool of 35 x 6 = 210; world 2, set to 2,000 rad/s joint velocities, needed 84 in a substep,
+224 in all, and world 5 kept 14 of its 28). So that one world cannot take the others'
+contacts, the pool holds ``nconmax * N`` plus a reserve of the most contacts one world can need
+(`contact_reserve`; 942 for the G1; MuJoCo Warp's CCD pool, ``naccdmax``, is as large). After
+every substep, when the batch used more than ``nconmax * N`` contacts, each world with more
+than ``nconmax`` gets the ``NARROWPHASE`` bit (it needed more than its share; no contact was
+dropped). When the batch used more than the whole pool (several worlds over their share at
+once), MuJoCo Warp sets the pool's bits (``BROADPHASE``, ``NARROWPHASE``) in every world, since
+any may have lost contacts (its ``CCD`` bit, of the convex colliders' shared workspace, marks
+each world that did not get a slot).
+
+After every step the overflow bits of MuJoCo Warp (``Data.overflow``, (N,)) are read with the
+state; every bit of ``mjw.OverflowType.ALL`` except the solver iteration limits
+(`CAPACITY_OVERFLOW`) counts as an overflow: constraint rows, Jacobian non-zeros, broadphase,
+narrowphase and CCD contacts, contact-sensor matches (``contact_sensor_maxmatch``), height-field
+and tactile pairs, EPA horizon, active DOFs. Each bit marks the worlds whose results it made
+wrong (or that needed more than their share). By default (``on_overflow="terminate"``) those
+rows end like a non-finite state: their `nonfinite` flag is set and `overflow_count` counts
+them; the env ends them with a counted termination and re-initialises them, and the other
+worlds step on. ``on_overflow="raise"`` raises `CapacityOverflowError` instead, naming the envs
+and, for each bit, what ran out and the fix (`OVERFLOW_FIXES`).
 
 Reproducibility. Contacts and constraint rows are found with atomics, so on a GPU their order,
 and float sums over them, can change from run to run: equal seeds need not give equal bits.
@@ -111,23 +130,23 @@ _SOLVER_LIMITS = mjw.OverflowType.ITERATIONS | mjw.OverflowType.LS_ITERATIONS
 # matches dropped): every bit MuJoCo Warp reports except the solver iteration limits.
 CAPACITY_OVERFLOW = int(mjw.OverflowType.ALL) & ~int(_SOLVER_LIMITS)
 
-# OverflowType bit -> what ran out, and the fix. {njmax}, {nconmax}, {naconmax}, {maxmatch} are
-# filled from the backend.
+# OverflowType bit -> what ran out, and the fix. {njmax}, {nconmax}, {pool} (nconmax x N),
+# {reserve}, {naconmax} (pool + reserve), {maxmatch} are filled from the backend.
 OVERFLOW_FIXES: dict[mjw.OverflowType, str] = {
     mjw.OverflowType.NEFC: "constraint rows per world (njmax={njmax}): raise njmax",
     mjw.OverflowType.NJMAX_NNZ: (
         "non-zeros of the sparse constraint Jacobian (sized from njmax={njmax}): raise njmax"
     ),
     mjw.OverflowType.BROADPHASE: (
-        "broadphase pairs of the shared contact pool (nconmax={nconmax} x N = {naconmax}): "
-        "raise nconmax"
+        "broadphase pairs: more than the shared contact pool holds (nconmax={nconmax} x N "
+        "= {pool}, plus a reserve of {reserve}): raise nconmax"
     ),
     mjw.OverflowType.NARROWPHASE: (
-        "contacts of the shared contact pool (nconmax={nconmax} x N = {naconmax}): raise nconmax"
+        "contacts: more than a world's share of the shared contact pool (nconmax={nconmax} x N "
+        "= {pool}, plus a reserve of {reserve}): raise nconmax"
     ),
     mjw.OverflowType.CCD: (
-        "convex-collision contacts, pooled like contacts (nconmax={nconmax} x N = {naconmax}): "
-        "raise nconmax"
+        "convex-collision contacts, pooled like contacts (naccdmax = {naconmax}): raise nconmax"
     ),
     mjw.OverflowType.CONTACT_MATCH: (
         "contacts one contact sensor may match per world (contact_sensor_maxmatch={maxmatch}; "
@@ -151,6 +170,29 @@ OVERFLOW_FIXES: dict[mjw.OverflowType, str] = {
     ),
 }
 QVEL_BOUND = 1e4  # |qvel| beyond this (m/s or rad/s) counts as a blow-up, as in MujocoBackend
+_G = mujoco.mjtGeom
+# The most contacts one geom pair gives, by (geom type, geom type), lower type first: what MuJoCo
+# Warp's primitive colliders write (the write_contact calls of each *_wrapper in
+# mujoco_warp/_src/collision_primitive.py). Other pairs (convex, height field, SDF): at most
+# mujoco.mjMAXCONPAIR.
+PAIR_MAX_CONTACTS: dict[tuple[int, int], int] = {
+    (int(a), int(b)): k
+    for a, b, k in (
+        (_G.mjGEOM_PLANE, _G.mjGEOM_SPHERE, 1),
+        (_G.mjGEOM_PLANE, _G.mjGEOM_CAPSULE, 2),
+        (_G.mjGEOM_PLANE, _G.mjGEOM_ELLIPSOID, 1),
+        (_G.mjGEOM_PLANE, _G.mjGEOM_CYLINDER, 4),
+        (_G.mjGEOM_PLANE, _G.mjGEOM_BOX, 8),
+        (_G.mjGEOM_PLANE, _G.mjGEOM_MESH, 4),
+        (_G.mjGEOM_SPHERE, _G.mjGEOM_SPHERE, 1),
+        (_G.mjGEOM_SPHERE, _G.mjGEOM_CAPSULE, 1),
+        (_G.mjGEOM_SPHERE, _G.mjGEOM_CYLINDER, 1),
+        (_G.mjGEOM_SPHERE, _G.mjGEOM_BOX, 1),
+        (_G.mjGEOM_CAPSULE, _G.mjGEOM_CAPSULE, 2),
+        (_G.mjGEOM_CAPSULE, _G.mjGEOM_BOX, 2),
+        (_G.mjGEOM_BOX, _G.mjGEOM_BOX, 8),
+    )
+}
 _MISSING_SENSOR_HINT = (
     " (see gym_motion.backends.mujoco.add_self_contact_sensor); pass "
     "self_contact_threshold=None to disable self-contact counting"
@@ -301,7 +343,54 @@ def graph_capture_blocker(device: str) -> str | None:
     return None
 
 
+def contact_reserve(mjm: mujoco.MjModel, m: mjw.Model) -> int:
+    """The most contacts one world of `m` (MuJoCo Warp's copy of `mjm`) can write in a
+    substep: over the geom pairs its broadphase may report (``m.nxn_geom_pair_filtered``:
+    pairs that pass contype/conaffinity, exclusions and the parent filter, explicit pairs and
+    contact-sensor pairs), the sum of each pair's most contacts (`PAIR_MAX_CONTACTS`, else
+    ``mujoco.mjMAXCONPAIR``). Flex contacts are not counted. It is also at least the pairs one
+    world can add to the broadphase pool (one per geom pair).
+
+    `MjWarpBackend` adds it to the contact pool, so that one world far beyond its share cannot
+    drop another world's contacts (module docstring).
+    """
+    pairs = m.nxn_geom_pair_filtered.numpy().reshape(-1, 2)
+    types = np.sort(mjm.geom_type[pairs], axis=1)
+    top = int(mujoco.mjMAXCONPAIR)
+    return int(sum(PAIR_MAX_CONTACTS.get((int(a), int(b)), top) for a, b in types))
+
+
 # ---------------------------------------------------------------------------------------- kernels
+
+
+@wp.kernel
+def _count_pool_contacts(
+    nacon: wp.array(dtype=int),
+    naconmax: int,
+    pool: int,
+    contact_worldid: wp.array(dtype=int),
+    count: wp.array(dtype=int),
+):
+    """count[w] += 1 for each contact of world w in the substep's contact array, only when the
+    substep's contacts (nacon[0]) exceed the nominal pool (nconmax x N); thread i: slot i."""
+    i = wp.tid()
+    used = nacon[0]
+    if used <= pool or i >= wp.min(used, naconmax):
+        return
+    wp.atomic_add(count, contact_worldid[i], 1)
+
+
+@wp.kernel
+def _flag_over_share(
+    nconmax: int, bit: int, count: wp.array(dtype=int), overflow: wp.array(dtype=int)
+):
+    """overflow[w] |= bit when world w had more than nconmax contacts counted by
+    `_count_pool_contacts` (its share of a pool the batch overran); count[w] = 0 for the next
+    substep."""
+    w = wp.tid()
+    if count[w] > nconmax:
+        overflow[w] = overflow[w] | bit
+    count[w] = 0
 
 
 @wp.kernel
@@ -500,11 +589,14 @@ class MjWarpBackend:
         device: Warp device, e.g. ``"cuda:1"`` or ``"cpu"``; None: `default_device`
             (``cuda:$LOCAL_RANK`` under torchrun, else ``cuda:0``, else the CPU with a
             `MjWarpFallbackWarning`).
-        nconmax: contacts per world (the shared pool holds ``nconmax * N``).
+        nconmax: contacts per world, a world's share of the shared pool, which holds
+            ``nconmax * N`` plus `contact_reserve` (module docstring).
         njmax: constraint rows per world.
-        on_overflow: ``"raise"`` (default): a capacity overflow raises `CapacityOverflowError`
-            after the step; ``"terminate"``: the affected rows are flagged in `nonfinite` (the
-            env terminates and re-initialises them) and counted in `overflow_count`.
+        on_overflow: ``"terminate"`` (default): the rows a capacity overflow affected (the
+            worlds over their share, or whose results it made wrong) are flagged in `nonfinite`
+            (the env ends them with a counted termination and re-initialises them; the others
+            step on) and counted in `overflow_count`; ``"raise"``: `CapacityOverflowError`
+            after the step, naming those rows.
         deterministic: MuJoCo Warp's deterministic mode (``DeterminismType.ALL``): equal inputs
             give equal bits on a GPU too, at a cost in speed. Off by default.
         contact_sensor_maxmatch: contacts one contact sensor may match per world (MuJoCo
@@ -530,11 +622,13 @@ class MjWarpBackend:
             the gather; ``"refresh"``: forward kinematics and the gather of written rows),
             filled when each is captured.
         deterministic, nconmax, njmax, contact_sensor_maxmatch: the settings in effect.
+        contact_reserve: contacts the pool holds beyond ``nconmax * N``: the most one world
+            can need (`contact_reserve`).
         self_contact_substeps: (N,) int32, substeps of the last step with self contact.
         nonfinite: (N,) bool, rows whose qpos became NaN/Inf or |qvel| exceeded 1e4 (or NaN)
-            during the last step (or that overflowed, with ``on_overflow="terminate"``); such
-            rows hold garbage until `write_state` writes them.
-        overflow_count: rows terminated for capacity overflow since construction.
+            during the last step, or that a capacity overflow affected (``on_overflow=
+            "terminate"``); such rows hold garbage until `write_state` writes them.
+        overflow_count: rows flagged for capacity overflow since construction.
         transfer_bytes: bytes copied "to_device" and "to_host" since construction (on Warp's
             CPU device: those a GPU would move over the bus).
         profile: when True, `step` waits for the backend's stream between phases and adds their
@@ -553,7 +647,7 @@ class MjWarpBackend:
         device: str | None = None,
         nconmax: int = 35,
         njmax: int = 250,
-        on_overflow: Literal["raise", "terminate"] = "raise",
+        on_overflow: Literal["terminate", "raise"] = "terminate",
         deterministic: bool = False,
         contact_sensor_maxmatch: int | None = None,
         capture: bool | None = None,
@@ -632,7 +726,10 @@ class MjWarpBackend:
             if contact_sensor_maxmatch is not None:
                 opt.contact_sensor_maxmatch = int(contact_sensor_maxmatch)
             self.contact_sensor_maxmatch = int(opt.contact_sensor_maxmatch)
-            self._d = mjw.put_data(model, data, nworld=n, nconmax=nconmax, njmax=njmax)
+            self.contact_reserve = contact_reserve(model, self._m)
+            self._d = mjw.put_data(model, data, nworld=n, nconmax=nconmax, njmax=njmax,
+                                   naconmax=nconmax * n + self.contact_reserve)  # fmt: skip
+            self._contact_count = wp.zeros(n, dtype=int)  # per world, in pool overruns
             self._body_ids = wp.array(bound.body_ids, dtype=int)
             self._root_ids = wp.array(bound.root_ids, dtype=int)
             self._qpos_adr = wp.array(bound.qpos_adr, dtype=int)
@@ -977,6 +1074,7 @@ class MjWarpBackend:
         self._self_contact.zero_()
         for _ in range(self.decimation):
             mjw.step(self._m, d)
+            self._flag_contact_share()
             if self.self_contact_threshold is not None:
                 wp.launch(
                     _count_self_contact,
@@ -993,6 +1091,17 @@ class MjWarpBackend:
         self._gather(self._all_worlds, self._num_worlds, self._state_dev)
         wp.launch(_flag_columns, dim=self.num_envs, inputs=[self._state_dev, self._stride - 3],
                   outputs=[self._flags_dev])  # fmt: skip
+
+    def _flag_contact_share(self) -> None:
+        """After a substep: when the batch's contacts overran ``nconmax * N`` (into the
+        reserve), set the NARROWPHASE bit of each world with more than ``nconmax`` contacts."""
+        d = self._d
+        wp.launch(_count_pool_contacts, dim=d.naconmax,
+                  inputs=[d.nacon, d.naconmax, self.nconmax * self.num_envs, d.contact.worldid],
+                  outputs=[self._contact_count])  # fmt: skip
+        wp.launch(_flag_over_share, dim=self.num_envs,
+                  inputs=[self.nconmax, int(mjw.OverflowType.NARROWPHASE)],
+                  outputs=[self._contact_count, d.overflow])  # fmt: skip
 
     def _refresh_sequence(self) -> None:
         """Body state after row writes (captured as the "refresh" graph): forward kinematics
@@ -1107,9 +1216,13 @@ class MjWarpBackend:
         with self._scope():
             nacon, ncollision = int(d.nacon.numpy()[0]), int(d.ncollision.numpy()[0])
             nefc = int(d.nefc.numpy().max())
+            worlds = d.contact.worldid.numpy()[: min(nacon, d.naconmax)]
+        per_world = np.bincount(worlds, minlength=self.num_envs)[rows[:10]].tolist()
         values = dict(
             njmax=self.njmax,
             nconmax=self.nconmax,
+            pool=self.nconmax * self.num_envs,
+            reserve=self.contact_reserve,
             naconmax=d.naconmax,
             maxmatch=self.contact_sensor_maxmatch,
         )
@@ -1121,10 +1234,11 @@ class MjWarpBackend:
         more = " ..." if rows.size > 10 else ""
         return (
             f"mjwarp capacity overflow in envs {rows[:10].tolist()}{more} during the last step "
-            f"(last substep: {nacon} contacts, {ncollision} broadphase pairs, up to {nefc} "
-            f"constraint rows per world). {'; '.join(causes)}. Pass the larger setting when "
-            "building the backend (backend_kwargs or BackendCfg), or on_overflow='terminate' to "
-            "terminate the affected envs instead."
+            f"(last substep: {nacon} contacts, of which these envs' {per_world}; "
+            f"{ncollision} broadphase pairs; up to {nefc} constraint rows per world). "
+            f"{'; '.join(causes)}. Pass the larger setting when building the backend "
+            "(backend_kwargs or BackendCfg), or on_overflow='terminate' (the default) to end "
+            "the affected envs instead."
         )
 
     def _mark(self, t0: float, phase: str) -> float:

@@ -78,6 +78,10 @@ _BACKEND_SETTINGS = {
     ),
     "motrix": ("num_threads", "cpu_ids"),
 }  # fmt: skip
+# Earlier defaults, which every config.json saved then holds, for any backend: still accepted
+# beside a backend that does not take the setting (on_overflow was "raise" until it became
+# "terminate"; the CPU backends have no capacity to overflow).
+_FORMER_DEFAULTS = {"on_overflow": ("raise",)}
 
 
 @dataclass(frozen=True)
@@ -92,7 +96,9 @@ class BackendCfg:
         device: Warp device (mjwarp; None: "cuda:$LOCAL_RANK" under torchrun, else "cuda:0",
             when Warp lists a GPU; else "cpu" with a warning saying why).
         nconmax, njmax: contacts and constraint rows per world (mjwarp).
-        on_overflow: "raise" or "terminate" on a capacity overflow (mjwarp).
+        on_overflow: what a capacity overflow does (mjwarp): "terminate" (the default) ends
+            the envs it affected, counted, and the run goes on; "raise" raises
+            `CapacityOverflowError` naming them.
         deterministic: MuJoCo Warp's deterministic mode, for bit-reproducible GPU runs at a cost
             in speed (mjwarp; off by default).
         contact_sensor_maxmatch: contacts a contact sensor may match per world (mjwarp; None:
@@ -111,7 +117,7 @@ class BackendCfg:
     device: str | None = None
     nconmax: int = 35
     njmax: int = 250
-    on_overflow: str = "raise"
+    on_overflow: str = "terminate"
     deterministic: bool = False
     contact_sensor_maxmatch: int | None = None
     mdp: str = "auto"
@@ -152,10 +158,11 @@ class BackendCfg:
         for f in fields(self):
             if f.name in ("name", "mdp") or f.name in own:
                 continue
-            if getattr(self, f.name) != getattr(default, f.name):
+            value = getattr(self, f.name)
+            if value != getattr(default, f.name) and value not in _FORMER_DEFAULTS.get(f.name, ()):
                 owner = next(b for b, keys in _BACKEND_SETTINGS.items() if f.name in keys)
                 raise ValueError(
-                    f"{f.name}={getattr(self, f.name)!r} is a setting of the {owner!r} backend, "
+                    f"{f.name}={value!r} is a setting of the {owner!r} backend, "
                     f"not of {self.name!r}"
                 )
         return {k: getattr(self, k) for k in own}

@@ -247,6 +247,21 @@ def test_one_world_over_its_contact_share_is_the_only_row_flagged(model):
                                       getattr(want, f)[[0, 1, 3, 4, 5]], err_msg=f)  # fmt: skip
 
 
+def test_past_the_reserve_every_world_is_flagged(model, monkeypatch):
+    """Where the batch overruns the reserve too (here: none, the pool of 35 x 6 alone, as
+    before it), MuJoCo Warp drops contacts of worlds that did not overrun (world 5 keeps 14 of
+    its 28) and sets the pool's bit in every world: every row is flagged and counted, none is
+    left stepping on wrong contacts."""
+    monkeypatch.setattr(mjwarp_module, "contact_reserve", lambda mjm, m: 0)
+    be, _ = diverging_step(model, diverge=True)
+    d = be._d
+    assert d.naconmax == 35 * N6 and int(d.nacon.numpy()[0]) > d.naconmax
+    per_world = np.bincount(d.contact.worldid.numpy(), minlength=N6)
+    assert per_world[5] < 28
+    assert be.nonfinite.all() and be.overflow_count == N6
+    be.close()
+
+
 def test_on_overflow_raise_names_only_the_world_over_its_share(model):
     with pytest.raises(CapacityOverflowError) as err:
         diverging_step(model, diverge=True, on_overflow="raise")
