@@ -101,12 +101,14 @@ def wait() -> None:
         if not np.array_equal(_bytes(src)[region], sent):
             RACES.append(f"the host wrote a host buffer before its upload was waited for; "
                          f"the copy was queued at:\n{where}")  # fmt: skip
-    for dest, region, value, where in PENDING_DOWN:
-        held = _bytes(dest)[region]
-        if not np.all(held == 0xFF):
+    # every pending download is checked before any lands: two downloads into one buffer
+    # before a wait are stream-ordered (the later one wins), not a race
+    for dest, region, _, where in PENDING_DOWN:
+        if not np.all(_bytes(dest)[region] == 0xFF):
             RACES.append(f"the host wrote a host buffer while a download into it was pending; "
                          f"the copy was queued at:\n{where}")  # fmt: skip
-        held[:] = value
+    for dest, region, value, _ in PENDING_DOWN:
+        _bytes(dest)[region] = value
     PENDING_UP.clear()
     PENDING_DOWN.clear()
 

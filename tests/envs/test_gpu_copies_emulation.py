@@ -4,7 +4,9 @@ for, new memory filled with garbage): their tests pass under it, with no race.""
 
 from __future__ import annotations
 
+import ast
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -57,6 +59,62 @@ def test_the_device_paths_pass_their_tests_with_a_gpus_asynchronous_copies():
     assert done.returncode == 0, tail
     assert "races: 0" in done.stdout, tail
     assert " passed" in done.stdout and "failed" not in done.stdout, tail
+    assert " skipped" not in done.stdout, tail  # every listed test ran under the emulation
+    counts = re.search(r"\[gpu copies emulation\] (\{.*?\}); races", done.stdout)
+    assert counts, tail
+    counts = ast.literal_eval(counts.group(1))  # copies really went through the emulation
+    assert min(counts["up"], counts["down"], counts["waits"], counts["empty_filled"]) > 100, counts
+
+
+GUARDS = """
+import numpy as np, warp as wp
+import gpu_copies_emulation as emu
+from gym_motion.envs import device_copies
+from gym_motion.envs.device_copies import Block, Copies
+
+def two_uploads_between_waits():
+    copies = Copies("cpu")  # the GPU branch, under the emulation
+    dev = wp.zeros(4, dtype=float, device="cpu")
+    copies.upload([(dev, np.full(4, 1.0, np.float32))])
+    copies.upload([(dev, np.full(4, 2.0, np.float32))])  # its pinned buffer is still read
+    block = Block("cpu", [("x", (3,), wp.float32)])
+    copies.upload_block(block, {"x": np.full(3, 1.0, np.float32)})
+    copies.upload_block(block, {"x": np.full(3, 2.0, np.float32)})
+    copies.wait(dev)
+    assert (dev.numpy() == 2.0).all()
+
+two_uploads_between_waits()
+assert not emu.RACES, emu.RACES
+# the same without the waits that guard the pinned buffers: the emulation sees both races
+free_stage, upload_block = Copies._free_stage, Copies.upload_block
+def unguarded_stage(self, arr):
+    self._in_flight.discard(id(arr))
+    return free_stage(self, arr)
+def unguarded_block(self, block, values):
+    self._in_flight.discard(id(block.dev))
+    return upload_block(self, block, values)
+Copies._free_stage, Copies.upload_block = unguarded_stage, unguarded_block
+two_uploads_between_waits()
+assert len(emu.RACES) == 2, emu.RACES
+# two downloads into one buffer before a wait: stream-ordered, the later wins, no race
+emu.RACES.clear()
+dev = wp.array(np.full(2, 5.0, np.float32), device="cpu")
+out = wp.zeros(2, dtype=float, device="cpu", pinned=True)
+wp.copy(out, dev)
+dev.assign(np.full(2, 6.0, np.float32))
+wp.copy(out, dev)
+emu.wait()
+assert not emu.RACES and (out.numpy() == 6.0).all(), (emu.RACES, out.numpy())
+print("ok")
+"""
+
+
+def test_the_waits_that_guard_pinned_buffers_are_what_keeps_two_uploads_race_free():
+    """Two uploads of one array (and of one block) between waits: with `Copies`' waits no race;
+    with them taken out (the second upload rewriting the pinned buffer the first still reads)
+    the emulation reports both; two downloads into one buffer are not a race."""
+    done = _run(["-c", GUARDS])
+    assert done.returncode == 0 and "ok" in done.stdout, done.stdout + done.stderr
 
 
 def test_zero_rows_copy_nothing_on_a_gpu():
