@@ -81,6 +81,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "apply)",
     )  # fmt: skip
     run.add_argument(
+        "--init", default=None, metavar="SOURCE",
+        help="start from the networks (actor, critic, observation normaliser) of the run in "
+        "folder SOURCE or its best/, on this run's clips and settings; the observation, "
+        "actions and network sizes must match (a warm start; the optimiser starts anew)",
+    )  # fmt: skip
+    run.add_argument(
         "--reset-noise-ramp-steps", type=cli_number(int, 0), default=None, metavar="STEPS",
         help="ramp the reset noise from none to full over the first STEPS env steps; 0: full "
         f"from the start (default {d.curricula['reset_noise'].params['steps']})",
@@ -303,6 +309,8 @@ def _run_flags(config, args: argparse.Namespace):
             set_[field] = getattr(args, flag)
     if args.motion:
         set_["motion"] = list(args.motion)
+    if args.init is not None:  # a path, kept whole: the run folder records where it began
+        set_["init"] = str(Path(args.init).resolve()) if Path(args.init).exists() else args.init
     if args.max_minutes is not None:
         set_["max_minutes"] = args.max_minutes if args.max_minutes > 0 else None
     if args.no_video:

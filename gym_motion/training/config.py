@@ -144,6 +144,8 @@ class RunConfig:
         samplers: 0 (default): the envs step in this process; K > 0: K Ray sampler actors
             collect the rollouts, each with ``num_envs / K`` envs on its own CPU block, for
             this process's learner (`gym_motion.training.samplers`, docs/scaling.md).
+        init: a run folder (or its ``best/``) whose networks this run starts from (a warm
+            start, `gym_motion.training.warm_start`); None: random weights.
         ray_address: the Ray cluster the samplers run on (``ray.init(address=...)``, e.g.
             "auto" or "HEAD:6379"); None: a local Ray instance started for the run.
 
@@ -174,6 +176,7 @@ class RunConfig:
     distributed: bool = False
     samplers: int = 0
     ray_address: str | None = None
+    init: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.env, TrackingEnvCfg):

@@ -28,6 +28,7 @@ from gym_motion.training.distributed import for_rank
 from gym_motion.training.libraries import learner_class
 from gym_motion.training.progress import Progress, RunAborted
 from gym_motion.training.run_folder import RunFolder
+from gym_motion.training.warm_start import check_layout, init_source
 
 __all__ = ["Learner", "physics_on_learner_device", "train", "train_motions"]
 
@@ -60,6 +61,8 @@ class Learner(Protocol):
             during learning, and at its end).
         load(path, env_steps): continue from the model files of a checkpoint taken at
             `env_steps` (`train` with ``resume``); `learn` then learns up to ``total_steps``.
+        init_from(path): take the networks (actor, critic, observation normaliser) of the run
+            in `path`, nothing else (``config.init``, `gym_motion.training.warm_start`).
         close(): flush the logs, close the env.
 
     A learner of runs with Ray samplers (``config.samplers`` > 0; `gym_motion.training.
@@ -90,6 +93,7 @@ class Learner(Protocol):
     def log(self, values: dict[str, float]) -> None: ...
     def save(self, path: Path) -> None: ...
     def load(self, path: Path, env_steps: int) -> None: ...
+    def init_from(self, path: Path) -> None: ...
     def close(self) -> None: ...
 
 
@@ -203,6 +207,10 @@ def train(config: RunConfig, *, resume: bool = False) -> dict[str, Any]:
             learner = library(config, env, folder.path if main else None, world)
             if resume:
                 learner.load(folder.path, done)
+            elif config.init:  # a warm start: the source's networks, checked to fit
+                source = init_source(config.init, library.model_file)
+                check_layout(source, config, learner.config_entries())
+                learner.init_from(source.path)
         finally:
             if learner is None:
                 env.close()

@@ -134,6 +134,27 @@ class RslRlLearner:
         self._steps0 = int(env_steps)
         self._iteration = self.runner.current_learning_iteration
 
+    def init_from(self, path: Path) -> None:
+        """Start from the networks of the run in `path` (a warm start): its actor and critic
+        with their normalisers; the optimiser, learning rate and iteration stay new.
+
+        Raises:
+            ValueError: model.pt holds more than tensors and plain containers, or its networks'
+                shapes differ from this run's (the first named).
+        """
+        from gym_motion.training.rsl_rl.policy import load_checkpoint
+
+        load_checkpoint(path / "model.pt", "cpu")  # refuses a file that could run code
+        try:
+            self.runner.load(str(path / "model.pt"), load_cfg={"actor": True, "critic": True},
+                             map_location=self.config.device)  # fmt: skip
+        except RuntimeError as exc:
+            first = " ".join(str(exc).split())[:300]
+            raise ValueError(
+                f"--init {path}: its networks do not fit this run's: {first}"
+            ) from None
+        self.runner.current_learning_iteration = 0
+
     def learn(self, progress: Progress) -> None:
         p = resolved_ppo(self.config.ppo)
         per_iteration = p["num_steps_per_env"] * self.config.num_envs * self.world_size

@@ -229,6 +229,33 @@ class SB3Learner:
         self.schedule = self.model.learning_rate if self.config.algo == "ppo" else None
         self._resumed_at = env_steps
 
+    def init_from(self, path: Path) -> None:
+        """Start from the networks of the run in `path` (a warm start): its policy's weights
+        (actor, critic, action std) and its observation statistics; the optimiser and step
+        count stay new. Both files are unpickled (SB3's format): start only from runs you
+        trust.
+
+        Raises:
+            ValueError: its networks' shapes differ from this run's (the first named).
+        """
+        import pickle
+
+        from stable_baselines3 import SAC
+
+        from gym_motion.training.sb3.ppo import TrackingPPO
+
+        algo = SAC if self.config.algo == "sac" else TrackingPPO
+        source = algo.load(path / "model.zip", device="cpu")
+        try:
+            self.model.policy.load_state_dict(source.policy.state_dict())
+        except RuntimeError as exc:
+            first = " ".join(str(exc).split())[:300]
+            raise ValueError(
+                f"--init {path}: its networks do not fit this run's: {first}"
+            ) from None
+        with open(path / "vecnormalize.pkl", "rb") as f:
+            self.venv.obs_rms = pickle.load(f).obs_rms
+
     def learn(self, progress: Progress) -> None:
         from gym_motion.adapters.sb3.callbacks import (
             KLAdaptiveLRCallback,
