@@ -267,7 +267,10 @@ def evaluate_policy_on_clips(
 
     Returns:
         ``{"policy": policy_name (default "zero" for None, else "model"), "clips": {path:
-        evaluate_clip result}, "mean": {metric: mean over clips}}``.
+        evaluate_clip result}, "mean": {metric: mean over clips}, "library": {"clips",
+        "clips_whole" (every episode to the clip's end), "steps_tracked" (steps from the
+        clips' starts before each ended, summed over clips, episodes averaged), "steps_total"
+        (the clips' horizons, summed), "share_tracked" (their ratio)}}``.
     """
     files: list[Path] = []
     for c in clips:
@@ -276,12 +279,22 @@ def evaluate_policy_on_clips(
     per_clip = {str(c): evaluate_clip(c, policy, cfg, **kwargs) for c in files}
     mean = {m: float(np.mean([r[m] for r in per_clip.values()])) for m in METRICS}
     name = policy_name or ("zero" if policy is None else "model")
-    return {"policy": name, "clips": per_clip, "mean": mean}
+    tracked = sum(min(r["episode_length"], r["max_episode_steps"]) for r in per_clip.values())
+    total = sum(r["max_episode_steps"] for r in per_clip.values())
+    library = {
+        "clips": len(per_clip),
+        "clips_whole": sum(r["success_rate"] == 1.0 for r in per_clip.values()),
+        "steps_tracked": float(tracked),
+        "steps_total": int(total),
+        "share_tracked": float(tracked / total) if total else 0.0,
+    }
+    return {"policy": name, "clips": per_clip, "mean": mean, "library": library}
 
 
 def format_table(result: dict[str, Any]) -> str:
     """A fixed-width table of `evaluate_policy_on_clips` results, one row per clip; ``ended``
-    is how the first episode ended (`ending`)."""
+    is how the first episode ended (`ending`); with several clips, their mean and a line on
+    the library: clips whole and the share of its steps tracked from the clips' starts."""
     cols = (
         ("success", "success_rate", "{:.2f}"),
         ("len", "episode_length", "{:.0f}"),
@@ -303,6 +316,14 @@ def format_table(result: dict[str, Any]) -> str:
             f"{name:<{w}} "
             + " ".join(f"{fmt.format(r[k]):>13}" for _, k, fmt in cols)
             + f"  {ended}"
+        )
+    lib = result.get("library")
+    if len(rows) > 1 and lib:
+        lines.append(
+            f"library: {lib['clips_whole']} of {lib['clips']} clips whole; "
+            f"{lib['steps_tracked']:.0f} of {lib['steps_total']} steps from the clips' starts "
+            f"tracked ({100 * lib['share_tracked']:.0f} %); MPKPE {result['mean']['mpkpe_mm']:.1f}"
+            " mm (mean over clips)"
         )
     return "\n".join(lines)
 

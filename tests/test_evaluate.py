@@ -103,7 +103,7 @@ def test_zero_policy_evaluates_without_sb3_or_torch(without_sb3):
     there = without_sb3["zero"]
     # an evaluation without a run folder has no "run" (RunFolder.evaluate adds it; the eval
     # command writes "run": null, test_eval_cli_with_zero_policy_imports_neither_sb3_nor_torch)
-    assert set(there) == set(here) == {"policy", "clips", "mean"}
+    assert set(there) == set(here) == {"policy", "clips", "mean", "library"}
     assert there["policy"] == "zero"
     (clip,) = here["clips"]
     assert Path(clip) == DEFAULT_MOTION_PATH
@@ -273,3 +273,22 @@ def test_play_randomization_is_mjlabs_play_config():
     assert played("none", 0) == played("none", 1)
     with pytest.raises(ValueError, match="randomization must be one of"):
         played("mjlab", 0)
+
+
+def test_several_clips_give_one_row_each_and_a_line_on_the_library(tmp_path):
+    """``eval --motion FOLDER``: a row per clip, their mean, and the library's clips whole and
+    share of steps tracked from the clips' starts (the zero action: none whole)."""
+    import shutil
+
+    from gym_motion.evaluate import evaluate_policy_on_clips, format_table
+
+    for name in ("a.npz", "b.npz"):
+        shutil.copy(DEFAULT_MOTION_PATH, tmp_path / name)
+    result = evaluate_policy_on_clips([tmp_path], None, max_seconds=2.0)
+    lib = result["library"]
+    lengths = [r["episode_length"] for r in result["clips"].values()]
+    assert lib["clips"] == 2 and lib["clips_whole"] == 0 and lib["steps_total"] == 2 * 100
+    assert lib["steps_tracked"] == sum(lengths) and 0 < lib["share_tracked"] < 1
+    table = format_table(result)
+    assert "a.npz" in table and "b.npz" in table and "mean" in table
+    assert f"library: 0 of 2 clips whole; {sum(lengths):.0f} of 200 steps" in table
