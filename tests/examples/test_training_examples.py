@@ -36,6 +36,54 @@ def scalars(log_dir: Path) -> dict[str, list[float]]:
     return {tag: [e.value for e in acc.Scalars(tag)] for tag in acc.Tags()["scalars"]}
 
 
+@pytest.fixture
+def env_spy(monkeypatch):
+    """Records every `TrackingVecEnv` built and how each was stepped: ``step`` (the host path,
+    NumPy results) or ``step_on_device`` (the device path, results left in `device_arrays`).
+    What the env itself reports (`mdp_device`, `transfer_bytes`), not what the example was
+    told, says which MDP ran."""
+    from gym_motion.envs import TrackingVecEnv
+
+    envs: list = []
+    calls: dict[int, dict[str, int]] = {}
+    real_init = TrackingVecEnv.__init__
+
+    def init(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)
+        envs.append(self)
+        calls[id(self)] = {"step": 0, "step_on_device": 0}
+
+    monkeypatch.setattr(TrackingVecEnv, "__init__", init)
+    for name in ("step", "step_on_device"):
+        real = getattr(TrackingVecEnv, name)
+
+        def counted(self, *args, _real=real, _name=name, **kwargs):
+            calls[id(self)][_name] += 1
+            return _real(self, *args, **kwargs)
+
+        monkeypatch.setattr(TrackingVecEnv, name, counted)
+    return envs, calls
+
+
+def check_mdp_path(env_spy, mdp: str, vector_steps: int) -> None:
+    """The example's one env ran the MDP `mdp` names: with "device", the device MDP on Warp's
+    CPU device (`mdp_device`), every step through `step_on_device` and none through `step`, and
+    bytes counted over the (emulated) bus; with "host", no device MDP, every step through
+    `step`, nothing counted."""
+    envs, calls = env_spy
+    assert len(envs) == 1, f"{len(envs)} envs built"
+    (env,) = envs
+    stepped = calls[id(env)]
+    if mdp == "device":
+        assert env.mdp_device == "cpu"
+        assert stepped == {"step": 0, "step_on_device": vector_steps}, stepped
+        moved = env.transfer_bytes
+        assert moved is not None and moved["to_device"] > 0 and moved["to_host"] > 0, moved
+    else:
+        assert env.mdp_device is None and env.transfer_bytes is None
+        assert stepped == {"step": vector_steps, "step_on_device": 0}, stepped
+
+
 def check_tracking(tags: dict[str, list[float]], library: str) -> None:
     for tag in TRACKING_TAGS:
         assert tag in tags, f"{library}: {tag} missing"
@@ -55,7 +103,7 @@ def test_rsl_rl_example(tmp_path):
 
 
 @pytest.mark.parametrize("mdp", ["host", "device"])
-def test_skrl_example(tmp_path, mdp):
+def test_skrl_example(tmp_path, env_spy, mdp):
     """skrl's trainer through `SkrlVecEnv`; with ``--mdp device`` (on Warp's CPU device here)
     the tensors come from the device MDP's arrays."""
     pytest.importorskip("skrl")
@@ -65,6 +113,7 @@ def test_skrl_example(tmp_path, mdp):
     tags = scalars(tmp_path)
     check_tracking(tags, "skrl")
     assert "Loss / Policy loss" in tags and "Reward / Total reward (mean)" in tags
+    check_mdp_path(env_spy, mdp, 96)
 
 
 def test_cleanrl_style_example(tmp_path):
@@ -93,7 +142,7 @@ def test_sb3_example(tmp_path):
 
 
 @pytest.mark.parametrize("mdp", ["host", "device"])
-def test_torchrl_example(tmp_path, mdp):
+def test_torchrl_example(tmp_path, env_spy, mdp):
     """TorchRL's collector through `TorchRLVecEnv`; with ``--mdp device`` (on Warp's CPU device
     here) the tensordicts come from the device MDP's arrays."""
     pytest.importorskip("torchrl")
@@ -101,3 +150,4 @@ def test_torchrl_example(tmp_path, mdp):
     history = load("train_torchrl_ppo").main([*args, "--out", str(tmp_path), "--mdp", mdp])
     check_tracking(scalars(tmp_path), "torchrl")
     assert len(history) == 4 and "loss/objective" in history[0]
+    check_mdp_path(env_spy, mdp, 3072 // 32)

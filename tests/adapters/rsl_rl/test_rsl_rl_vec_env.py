@@ -20,6 +20,13 @@ from gym_motion.training.rsl_rl import runner_cfg  # noqa: E402
 N = 6
 
 
+# the device MDP against the host MDP, absolute, about 4-5x the largest difference measured
+# (seed 3, N=6, 30 steps of actions ~ N(0, 2)): observations 9.5e-7 (|obs| up to ~29, where a
+# float32 ulp is 1.9e-6), rewards 1.8e-7
+RSL_OBS_ATOL = 4e-6
+RSL_REWARD_ATOL = 1e-6
+
+
 def make(n=N, obs_mode="dict", **kwargs) -> RslRlVecEnv:
     env = TrackingVecEnv(n, autoreset_mode="same_step", obs_mode=obs_mode, seed=3, **kwargs)
     return RslRlVecEnv(env)
@@ -186,26 +193,45 @@ def test_init_at_random_ep_len_spreads_the_time_limits_not_the_lengths():
 def test_with_the_device_mdp_tensors_come_from_the_device_arrays_as_the_env_returned_them():
     """Warp's CPU device stands in for a GPU: the adapter takes the device MDP's arrays
     (`TrackingVecEnv.device_arrays`), not the NumPy results, and gives what the env returned,
-    in tensors of its own (clones: the env overwrites its arrays on the next step)."""
+    in tensors of its own (clones: the env overwrites its arrays on the next step); the host
+    MDP on the same seed and actions gives the same values to float32 rounding, through
+    episodes that end and reset (without observation noise: each MDP draws its own)."""
     import dataclasses
 
     import warp as wp
 
     from gym_motion.envs import TrackingEnvCfg
 
-    cfg = TrackingEnvCfg()
+    cfg = dataclasses.replace(TrackingEnvCfg(), obs_noise=False)
+    host = make(cfg=cfg)
     cfg = dataclasses.replace(cfg, backend=dataclasses.replace(cfg.backend, mdp="device"))
     env = make(cfg=cfg)
     assert env._on_device and env.unwrapped.mdp_device == "cpu"
+    assert not host._on_device and host.unwrapped.mdp_device is None
+    torch.testing.assert_close(
+        env.get_observations()["policy"],
+        host.get_observations()["policy"],
+        rtol=0,
+        atol=RSL_OBS_ATOL,
+    )
     with pytest.raises(RuntimeError, match=r"device_arrays\(\) needs the device MDP"):
         make().unwrapped.device_arrays()
     read = []
     real = env.unwrapped.device_arrays
     env.unwrapped.device_arrays = lambda: read.append(1) or real()
     rng = np.random.default_rng(0)
+    ended = 0
     for _ in range(30):
         actions = torch.as_tensor(rng.normal(0.0, 2.0, (N, 29)), dtype=torch.float32)
         obs, rew, dones, extras = env.step(actions)
+        h_obs, h_rew, h_dones, h_extras = host.step(actions)
+        assert obs["policy"].device == rew.device == dones.device == torch.device("cpu")
+        torch.testing.assert_close(dones, h_dones, rtol=0, atol=0)
+        torch.testing.assert_close(extras["time_outs"], h_extras["time_outs"], rtol=0, atol=0)
+        torch.testing.assert_close(rew, h_rew, rtol=0, atol=RSL_REWARD_ATOL)
+        for group in ("policy", "critic"):
+            torch.testing.assert_close(obs[group], h_obs[group], rtol=0, atol=RSL_OBS_ATOL)
+        ended += int(dones.sum())
         info = env.last_info
         arrays = real()
         np.testing.assert_array_equal(rew.numpy(), arrays["reward"].numpy())
@@ -217,3 +243,4 @@ def test_with_the_device_mdp_tensors_come_from_the_device_arrays_as_the_env_retu
             assert obs[group].data_ptr() != wp.to_torch(arrays[group]).data_ptr()
         assert "reward/body_pos" in info
     assert len(read) == 60  # every step: observations, then reward and flags
+    assert ended > 0  # episodes ended (large actions) and the envs reset on the device too
