@@ -81,7 +81,8 @@ def test_train_cli_flags_and_defaults():
     args.pop("func")
     assert args == {
         "command": "train", "motion": [], "num_envs": None, "total_steps": None, "resume": None,
-        "init": None, "max_minutes": None, "backend": None, "seed": None, "out": None, "obs_mode": None,
+        "init": None, "max_minutes": None, "backend": None, "seed": None, "out": None,
+        "obs_mode": None,
         "no_state_estimation": False, "num_threads": None, "reset_noise_ramp_steps": None,
         "ppo": [], "settings": [], "imports": [],
         "eval_every": None, "no_video": False, "library": None, "device": None,
