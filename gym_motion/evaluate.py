@@ -262,8 +262,8 @@ def evaluate_policy_on_clips(
     policy_name: str | None = None,
     **kwargs: Any,
 ) -> dict[str, Any]:
-    """`evaluate_clip` on each clip (a folder: its ``*.npz``) in the task `cfg`, `kwargs`
-    passed on.
+    """`evaluate_clip` on each clip (a folder: its clip files, `gym_motion.motion.library.
+    motion_files`) in the task `cfg`, `kwargs` passed on.
 
     Returns:
         ``{"policy": policy_name (default "zero" for None, else "model"), "clips": {path:
@@ -272,10 +272,9 @@ def evaluate_policy_on_clips(
         clips' starts before each ended, summed over clips, episodes averaged), "steps_total"
         (the clips' horizons, summed), "share_tracked" (their ratio)}}``.
     """
-    files: list[Path] = []
-    for c in clips:
-        p = Path(c)
-        files.extend(sorted(p.glob("*.npz")) if p.is_dir() else [p])
+    from gym_motion.motion.library import motion_files
+
+    files = motion_files(clips)
     per_clip = {str(c): evaluate_clip(c, policy, cfg, **kwargs) for c in files}
     mean = {m: float(np.mean([r[m] for r in per_clip.values()])) for m in METRICS}
     name = policy_name or ("zero" if policy is None else "model")

@@ -292,3 +292,11 @@ def test_several_clips_give_one_row_each_and_a_line_on_the_library(tmp_path):
     table = format_table(result)
     assert "a.npz" in table and "b.npz" in table and "mean" in table
     assert f"library: 0 of 2 clips whole; {sum(lengths):.0f} of 200 steps" in table
+
+
+def test_a_folder_without_clips_is_refused_by_name_and_csvs_are_said_to_be_converted(tmp_path):
+    from gym_motion.evaluate import evaluate_policy_on_clips
+
+    (tmp_path / "dance.csv").write_text("0\n")
+    with pytest.raises(FileNotFoundError, match=r"no .npz or .pkl .* convert its 1 .csv files"):
+        evaluate_policy_on_clips([tmp_path], None, max_seconds=0.1)

@@ -73,7 +73,12 @@ def motion_files(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list
         if p.is_dir():
             found = sorted([*p.glob("*.npz"), *p.glob("*.pkl")])
             if not found:
-                raise FileNotFoundError(f"no .npz or .pkl (GMR) motion files in {p}")
+                csv = sorted(p.glob("*.csv"))
+                hint = ""
+                if csv:
+                    hint = (f"; convert its {len(csv)} .csv files first: gym-motion convert "
+                            f"{csv[0].name} -o {csv[0].stem}.npz --input-fps FPS")  # fmt: skip
+                raise FileNotFoundError(f"no .npz or .pkl (GMR) motion files in {p}{hint}")
             files.extend(found)
         else:
             files.append(p)

@@ -211,6 +211,9 @@ def train(config: RunConfig, *, resume: bool = False) -> dict[str, Any]:
                 source = init_source(config.init, library.model_file)
                 check_layout(source, config, learner.config_entries())
                 learner.init_from(source.path)
+                if main:
+                    print(f"gym-motion train: starting from the networks of {source.path}",
+                          flush=True)  # fmt: skip
         finally:
             if learner is None:
                 env.close()
