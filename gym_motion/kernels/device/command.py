@@ -12,6 +12,39 @@ from gym_motion.kernels.device.quat import quat_mul, quat_rotate, row3, row4, ve
 wp.set_module_options({"fuse_fp": False})
 
 
+@wp.func
+def gather_row(
+    i: int,
+    r: int,
+    lib_pos_w: wp.array3d(dtype=float),
+    lib_quat_w: wp.array3d(dtype=float),
+    lib_lin_vel_w: wp.array3d(dtype=float),
+    lib_ang_vel_w: wp.array3d(dtype=float),
+    lib_joint_pos: wp.array2d(dtype=float),
+    lib_joint_vel: wp.array2d(dtype=float),
+    body_ids: wp.array(dtype=int),
+    pos_w: wp.array3d(dtype=float),
+    quat_w: wp.array3d(dtype=float),
+    lin_vel_w: wp.array3d(dtype=float),
+    ang_vel_w: wp.array3d(dtype=float),
+    joint_pos: wp.array2d(dtype=float),
+    joint_vel: wp.array2d(dtype=float),
+):
+    """Row `i` of a reference: library frame `r`'s bodies `body_ids` and joints (the host
+    kernels' ``_gather_row``)."""
+    for k in range(body_ids.shape[0]):
+        src = body_ids[k]
+        for d in range(3):
+            pos_w[i, k, d] = lib_pos_w[r, src, d]
+            lin_vel_w[i, k, d] = lib_lin_vel_w[r, src, d]
+            ang_vel_w[i, k, d] = lib_ang_vel_w[r, src, d]
+        for d in range(4):
+            quat_w[i, k, d] = lib_quat_w[r, src, d]
+    for j in range(lib_joint_pos.shape[1]):
+        joint_pos[i, j] = lib_joint_pos[r, j]
+        joint_vel[i, j] = lib_joint_vel[r, j]
+
+
 @wp.kernel
 def reference_step(
     starts: wp.array(dtype=int),
@@ -50,17 +83,11 @@ def reference_step(
         clip_end[i] = f > last
         frames[i] = wp.int32(wp.min(f, last))
     r = starts[c] + int(frames[i])
-    for k in range(body_ids.shape[0]):
-        src = body_ids[k]
-        for d in range(3):
-            ref_pos_w[i, k, d] = lib_pos_w[r, src, d]
-            ref_lin_vel_w[i, k, d] = lib_lin_vel_w[r, src, d]
-            ref_ang_vel_w[i, k, d] = lib_ang_vel_w[r, src, d]
-        for d in range(4):
-            ref_quat_w[i, k, d] = lib_quat_w[r, src, d]
-    for j in range(lib_joint_pos.shape[1]):
-        ref_joint_pos[i, j] = lib_joint_pos[r, j]
-        ref_joint_vel[i, j] = lib_joint_vel[r, j]
+    gather_row(
+        i, r, lib_pos_w, lib_quat_w, lib_lin_vel_w, lib_ang_vel_w, lib_joint_pos,
+        lib_joint_vel, body_ids, ref_pos_w, ref_quat_w, ref_lin_vel_w, ref_ang_vel_w,
+        ref_joint_pos, ref_joint_vel,
+    )  # fmt: skip
     a = vec4_at(ref_quat_w, i, anchor)
     dq = yaw_quat(quat_mul(row4(robot_anchor_quat_w, i), wp.vec4(a[0], -a[1], -a[2], -a[3])))
     p_anchor = wp.vec3(ref_pos_w[i, anchor, 0], ref_pos_w[i, anchor, 1], ref_pos_w[i, anchor, 2])
@@ -103,14 +130,7 @@ def observed_reference(
     i = env_ids[wp.tid()]
     c = int(clip_ids[i])
     r = starts[c] + wp.min(int(frames[i]) + offset, lengths[c] - 1)
-    for k in range(body_ids.shape[0]):
-        src = body_ids[k]
-        for d in range(3):
-            pos_w[i, k, d] = lib_pos_w[r, src, d]
-            lin_vel_w[i, k, d] = lib_lin_vel_w[r, src, d]
-            ang_vel_w[i, k, d] = lib_ang_vel_w[r, src, d]
-        for d in range(4):
-            quat_w[i, k, d] = lib_quat_w[r, src, d]
-    for j in range(lib_joint_pos.shape[1]):
-        joint_pos[i, j] = lib_joint_pos[r, j]
-        joint_vel[i, j] = lib_joint_vel[r, j]
+    gather_row(
+        i, r, lib_pos_w, lib_quat_w, lib_lin_vel_w, lib_ang_vel_w, lib_joint_pos,
+        lib_joint_vel, body_ids, pos_w, quat_w, lin_vel_w, ang_vel_w, joint_pos, joint_vel,
+    )  # fmt: skip
