@@ -871,7 +871,7 @@ def test_the_session_runs_one_thread_for_small_batches_and_the_users_count_when_
         OnnxPolicy(FENCE_ONNX, intra_op_threads=0)
 
 
-def test_a_policy_of_the_old_conventions_plays_in_its_own_env_and_is_refused_in_another():
+def test_a_policy_of_the_old_conventions_plays_in_its_own_env_and_is_refused_in_another(fence):
     """ONNX metadata from before mjlab's conventions (``observed_frame: current``, the root
     origin's ``base_origin_lin_vel``) get an env with those conventions from
     `OnnxPolicy.env_cfg`; today's env refuses them in one line, and an env of the old
